@@ -27,6 +27,19 @@ const (
 	Internal              Code = "internal"
 )
 
+// Codes of the order and payment APIs (DESIGN.md, the service tables).
+const (
+	TooManyTokens            Code = "too_many_tokens"
+	IdempotencyKeyMissing    Code = "idempotency_key_missing"
+	IdempotencyKeyInvalid    Code = "idempotency_key_invalid"
+	IdempotencyKeyInUse      Code = "idempotency_key_in_use"
+	IdempotencyKeyReused     Code = "idempotency_key_reused"
+	InvalidTransition        Code = "invalid_transition"
+	PaymentMismatch          Code = "payment_mismatch"
+	AmountMismatch           Code = "amount_mismatch"
+	ReconciliationInProgress Code = "reconciliation_in_progress"
+)
+
 // Error is an application error. Detail is shown to the client, so it must
 // never carry internal information; Err is the cause, logged but not shown.
 type Error struct {
