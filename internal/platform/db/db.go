@@ -61,7 +61,8 @@ func Open(ctx context.Context, dsn string, opt Options) (*gorm.DB, error) {
 		opt.SlowQuery = 500 * time.Millisecond
 	}
 	var dialector gorm.Dialector
-	if IsSQLite(dsn) {
+	sqliteFile := IsSQLite(dsn)
+	if sqliteFile {
 		dialector = sqlite.Open(SQLiteDSN(dsn))
 	} else {
 		norm, err := MySQLDSN(dsn)
@@ -70,12 +71,24 @@ func Open(ctx context.Context, dsn string, opt Options) (*gorm.DB, error) {
 		}
 		dialector = gormmysql.Open(norm)
 	}
-	gdb, err := gorm.Open(dialector, &gorm.Config{
+	gcfg := &gorm.Config{
 		TranslateError:         true,
 		SkipDefaultTransaction: true,
 		NowFunc:                Now,
 		Logger:                 newGormLogger(opt.Logger, opt.SlowQuery),
-	})
+	}
+	gdb, err := gorm.Open(dialector, gcfg)
+	// Switching a fresh SQLite file to WAL needs a moment of exclusive access
+	// and answers SQLITE_BUSY without waiting when another process (a second
+	// instance starting together) holds it: retry for a bounded time.
+	for deadline := time.Now().Add(10 * time.Second); err != nil && sqliteFile && isBusy(err) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("db: open: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		gdb, err = gorm.Open(dialector, gcfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("db: open: %w", err)
 	}
@@ -120,6 +133,11 @@ func Ping(ctx context.Context, gdb *gorm.DB) error {
 		return err
 	}
 	return sqlDB.PingContext(ctx)
+}
+
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
 // IsDuplicate reports whether err is a unique-index violation.
