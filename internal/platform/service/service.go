@@ -82,12 +82,18 @@ func Open(ctx context.Context, o Options) (*Infra, error) {
 		return nil, err
 	}
 
+	// Short timeouts, one retry and honoured context deadlines: a dead Redis
+	// must turn into a fast 503 (submit fails closed) or a fallback decision
+	// (rate limiter), not a request stuck in go-redis's default dial retries.
 	inf.Redis = redis.NewClient(&redis.Options{
-		Addr:         o.RedisAddr,
-		DialTimeout:  2 * time.Second,
-		ReadTimeout:  time.Second,
-		WriteTimeout: time.Second,
-		PoolSize:     64,
+		Addr:                  o.RedisAddr,
+		DialTimeout:           time.Second,
+		ReadTimeout:           time.Second,
+		WriteTimeout:          time.Second,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		DialerRetries:         1,
+		PoolSize:              64,
 	})
 	inf.closers = append(inf.closers, inf.Redis.Close)
 
