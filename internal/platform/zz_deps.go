@@ -2,6 +2,7 @@ package platform
 
 import (
 	_ "github.com/IBM/sarama"
+	_ "github.com/Shopify/toxiproxy/v2"
 	_ "github.com/alicebob/miniredis/v2"
 	_ "github.com/gin-gonic/gin"
 	_ "github.com/go-redsync/redsync/v4"
