@@ -9,7 +9,6 @@ import (
 	"net"
 
 	"github.com/onceonly/onceonly/internal/payment/events"
-	"github.com/onceonly/onceonly/internal/platform/db"
 	"github.com/onceonly/onceonly/internal/platform/service"
 )
 
@@ -20,13 +19,15 @@ type Deps struct {
 	Listener net.Listener
 }
 
-func migrations() []db.Migration { return nil }
-
 // Run serves the order service until ctx ends, then shuts down gracefully.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	log := deps.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	// A bad lease, TTL or rate is refused before anything is opened.
+	if err := checkConfig(cfg); err != nil {
+		return err
 	}
 	ln := deps.Listener
 	if ln == nil {
@@ -37,13 +38,25 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	defer ln.Close()
 	inf, err := service.Open(ctx, service.Options{
-		Name: "order", DSN: cfg.MySQLDSN, Migrations: migrations(),
+		Name: "order", DSN: cfg.MySQLDSN, Migrations: Migrations(),
 		RedisAddr: cfg.RedisAddr, Brokers: cfg.KafkaBrokers, Topics: events.Topics, Log: log,
 	})
 	if err != nil {
 		return err
 	}
 	defer inf.Close()
+
+	// The order API: submit tokens and orders on the service's database and
+	// Redis, every /v1/ route rate-limited per user.
+	closeAPI, err := Mount(Wiring{
+		Config: cfg, DB: inf.DB, Redis: inf.Redis, Engine: inf.Engine,
+		Registry: inf.Registry, Log: log, KeyPrefix: DefaultKeyPrefix,
+	})
+	if err != nil {
+		return err
+	}
+	inf.OnClose(closeAPI)
+
 	inf.EnsureTopics(ctx)
 	log.Info("order service listening", "addr", ln.Addr().String())
 	return inf.Serve(ctx, ln)

@@ -1,0 +1,125 @@
+package order
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/onceonly/onceonly/internal/platform/apperr"
+)
+
+// Status is an order's state. The values are part of the API and stored as
+// they are: never rename one.
+type Status string
+
+// The order states (DESIGN.md, "order service").
+const (
+	PendingPayment Status = "PENDING_PAYMENT"
+	Paid           Status = "PAID"
+	Cancelled      Status = "CANCELLED"
+)
+
+// Statuses lists every state, in lifecycle order.
+var Statuses = []Status{PendingPayment, Paid, Cancelled}
+
+// transitions is the state machine, as data: from → the states it may move
+// to. Anything not listed is refused before a statement is sent (Store
+// implementations check CanTransition), so no code path can invent an edge.
+//
+//	PENDING_PAYMENT → PAID       payment.succeeded consumed
+//	PENDING_PAYMENT → CANCELLED  the user cancels, or the timeout closer does
+//
+// PAID and CANCELLED are terminal: a payment that succeeds for a cancelled
+// order leaves it CANCELLED and is refunded.
+var transitions = map[Status][]Status{
+	PendingPayment: {Paid, Cancelled},
+}
+
+// CanTransition reports whether the state machine has the edge from → to.
+func CanTransition(from, to Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Valid reports whether s is one of Statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseStatus returns the status named by s. An empty s is the zero Status
+// ("any"); anything else that is not a state is a 400 invalid_request.
+func ParseStatus(s string) (Status, error) {
+	st := Status(s)
+	if s == "" || st.Valid() {
+		return st, nil
+	}
+	return "", apperr.New(apperr.InvalidRequest,
+		"status must be one of PENDING_PAYMENT, PAID, CANCELLED; got %q.", clip(s, 32))
+}
+
+// Item is one line of an order. Prices are integer minor units of the
+// order's currency.
+type Item struct {
+	SKU        string
+	Quantity   int64
+	PriceCents int64
+}
+
+// Order is an order as stored. Only the Store writes it, and only through
+// Create and Transition.
+type Order struct {
+	ID          int64
+	UserID      string
+	Status      Status
+	AmountCents int64
+	Currency    string
+	Items       []Item
+	// PaymentID is the payment service's id once a payment is attached; ""
+	// until then (null in JSON).
+	PaymentID string
+	// SubmitToken is the Idempotency-Key that created the order (unique), and
+	// BodyHash the hash of its canonical request: together they let the
+	// database answer a replay, or a 422, when Redis has forgotten the token.
+	SubmitToken string
+	BodyHash    string
+	// Version starts at 1 and grows by exactly 1 with every transition.
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// FormatID renders an order id the way the API shows it (a JSON string).
+func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
+
+// ParseID parses an id from the API. Only the canonical form of a positive
+// id parses ("7", not "07", "+7" or " 7"), so one order has exactly one URL;
+// the caller answers anything else as not found.
+func ParseID(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 || FormatID(id) != s {
+		return 0, false
+	}
+	return id, true
+}
+
+// clip bounds text echoed back from a request.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 { // do not cut a UTF-8 sequence
+		n--
+	}
+	return s[:n] + "…"
+}
