@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/onceonly/onceonly/internal/payment/events"
-	"github.com/onceonly/onceonly/internal/platform/db"
 	"github.com/onceonly/onceonly/internal/platform/service"
 )
 
@@ -21,13 +20,16 @@ type Deps struct {
 	Listener net.Listener
 }
 
-func migrations() []db.Migration { return nil }
-
-// Run serves the payment service until ctx ends, then shuts down gracefully.
+// Run serves the payment service until ctx ends, then shuts down gracefully:
+// the HTTP drain first, then the outbox relay (bounded), then the clients.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	log := deps.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	// A missing secret or token is refused before anything is opened.
+	if err := checkConfig(cfg); err != nil {
+		return err
 	}
 	ln := deps.Listener
 	if ln == nil {
@@ -38,7 +40,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	defer ln.Close()
 	inf, err := service.Open(ctx, service.Options{
-		Name: "payment", DSN: cfg.MySQLDSN, Migrations: migrations(),
+		Name: "payment", DSN: cfg.MySQLDSN, Migrations: Migrations(),
 		RedisAddr: cfg.RedisAddr, Brokers: cfg.KafkaBrokers, Topics: events.Topics, Log: log,
 		// POST /v1/reconciliations answers synchronously within RECONCILE_TIMEOUT.
 		WriteTimeout: cfg.ReconcileTimeout + 10*time.Second,
@@ -48,6 +50,18 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	defer inf.Close()
 	inf.EnsureTopics(ctx)
-	log.Info("payment service listening", "addr", ln.Addr().String())
+
+	// The payment API, the gateway simulator and the outbox relay. Close
+	// runs after Serve has drained (Infra.Close runs its closers first).
+	m, err := Mount(Wiring{
+		Config: cfg, DB: inf.DB, Engine: inf.Engine, Registry: inf.Registry, Log: log,
+		BaseURL: BaseURL(ln),
+	})
+	if err != nil {
+		return err
+	}
+	inf.OnClose(m.Close)
+
+	log.Info("payment service listening", "addr", ln.Addr().String(), "gateway", cfg.Gateway)
 	return inf.Serve(ctx, ln)
 }
