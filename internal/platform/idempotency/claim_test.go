@@ -81,11 +81,18 @@ func TestClaim_ExpiredLeaseIsReclaimedAndStaleFinishIsRefused(t *testing.T) {
 	e := newEnv(t, Config{TTL: 10 * time.Second, Lease: 400 * time.Millisecond})
 	tok := mustIssue(t, e.s, "u1")
 	hash := BodyHash("A")
+	claimedAt := time.Now()
 	first := mustClaim(t, e.s, "u1", tok.Value, hash, Claimed)
 	if first.Reclaimed {
 		t.Error("first claim reported Reclaimed")
 	}
-	mustClaim(t, e.s, "u1", tok.Value, hash, InUse)
+	// Checked only while the lease surely runs: a stalled test runner must
+	// not turn a correct reclaim into a failure.
+	if c, err := e.s.Claim(ctxT(t), "u1", tok.Value, hash); err != nil {
+		t.Fatal(err)
+	} else if c.Outcome != InUse && time.Since(claimedAt) < 300*time.Millisecond {
+		t.Fatalf("claim inside the lease = %v, want InUse", c.Outcome)
+	}
 
 	time.Sleep(550 * time.Millisecond) // past the lease, no Finish
 	second := mustClaim(t, e.s, "u1", tok.Value, hash, Claimed)

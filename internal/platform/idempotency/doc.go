@@ -73,6 +73,8 @@
 //	                                          | stale Finish gets ErrLeaseLost                |
 //	Claim reply lost (timeout after the run)  | caller 503s; token in flight until the lease  | lease
 //	                                          | ends, then the retry claims                   |
+//	Issue/Claim reply late, client re-sends   | the re-sent script answers as the first run   | Redis script
+//	                                          | did (same user and token / same lease id)     |
 //	Finish reply lost                         | Finish again with the same arguments: nil     | Redis script
 //	token TTL ends while in flight            | Finish → ErrLeaseLost; the order stands and   | DB
 //	                                          | replays come from the DB                      |

@@ -43,6 +43,12 @@ if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
   return {'too_many'}
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
+  -- 130 random bits never collide by chance: an issued key for the same user
+  -- is this very call, re-sent by the client after a reply that came late.
+  local h = redis.call('HMGET', KEYS[1], 'user', 'state')
+  if h[1] == ARGV[1] and h[2] == 'issued' then
+    return {'issued', string.format('%d', now + redis.call('PTTL', KEYS[1]))}
+  end
   return {'collision'}
 end
 local ttl = tonumber(ARGV[2])
@@ -63,7 +69,7 @@ return {'issued', exp}
 // Returns {'invalid'} | {'in_use'} | {'done', order, body} |
 // {'claimed', reclaimed 0|1}.
 var claimScript = redis.NewScript(nowMS + `
-local h = redis.call('HMGET', KEYS[1], 'user', 'state', 'lease_exp', 'order', 'body')
+local h = redis.call('HMGET', KEYS[1], 'user', 'state', 'lease_exp', 'order', 'body', 'lease')
 -- A missing key gives false: unknown, expired and foreign tokens all look
 -- alike, so a caller learns nothing about other users' tokens.
 if h[1] ~= ARGV[1] then
@@ -74,6 +80,12 @@ if h[2] == 'done' then
 end
 local reclaimed = 0
 if h[2] == 'inflight' then
+  if h[6] == ARGV[2] then
+    -- The lease id is fresh per attempt: this is the same claim, re-sent by
+    -- the client after a reply that came late (go-redis retries on a read
+    -- timeout). Answer as the first run did instead of "in use".
+    return {'claimed', 0}
+  end
   if tonumber(h[3]) > now then
     return {'in_use'}
   end
