@@ -67,13 +67,18 @@ func (f Fence) Token() int64 { return f.token }
 // refused, fn's error when fn fails (the transaction is rolled back), or a
 // database error.
 //
-// Everything the job writes must go through tx. On MySQL's REPEATABLE READ the
-// check runs before fn's first read, so fn's snapshot is taken after it.
+// fn may run more than once (a deadlock victim is re-run), so it must have no
+// effects outside tx. Everything the job writes must go through tx. On MySQL's
+// REPEATABLE READ the check runs before fn's first read, so fn's snapshot is
+// taken after it.
 func (f Fence) Tx(ctx context.Context, gdb *gorm.DB, fn func(tx *gorm.DB) error) error {
 	if f.job == "" {
 		return errors.New("lock: Tx on a zero Fence")
 	}
-	err := gdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	// db.Transaction re-runs a deadlock victim (the fence row and the job's
+	// rows are locked in varying orders by concurrent writers); the check is
+	// repeated with it, so a re-run is fenced like the first.
+	err := db.Transaction(ctx, gdb, func(tx *gorm.DB) error {
 		// Increment a counter instead of "SET token = token": MySQL counts
 		// rows changed, and an UPDATE that changes nothing reports 0 rows even
 		// when the token matched.
@@ -105,7 +110,7 @@ func takeToken(ctx context.Context, gdb *gorm.DB, job string) (int64, error) {
 			"ON CONFLICT(job) DO UPDATE SET token = token + 1, updated_at = ?"
 	}
 	var token int64
-	err := gdb.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.Transaction(ctx, gdb, func(tx *gorm.DB) error {
 		now := db.Now()
 		if err := tx.Exec(upsert, job, now, now).Error; err != nil {
 			return err
