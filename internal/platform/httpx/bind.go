@@ -123,6 +123,9 @@ func decode(b []byte, v any, strict bool) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return apperr.New(apperr.InvalidJSON, "Unexpected data after the JSON value.")
 	}
+	if err := checkNames(b, reflect.TypeOf(v)); err != nil {
+		return decodeError(err)
+	}
 	return nil
 }
 
