@@ -1,9 +1,13 @@
 // Package order is the order service's business: an order, its state machine,
-// and the submit that creates it exactly once per submit token (DESIGN.md,
-// techniques 1 and 2). It declares what it needs — a Store (adapter:
-// internal/order/store) and the submit Tokens (internal/platform/idempotency)
-// — and the HTTP adapter (internal/order/httpapi) maps its *apperr.Error
-// values to statuses.
+// the submit that creates it exactly once per submit token (DESIGN.md,
+// techniques 1 and 2), and /pay, which asks the payment service for the
+// order's one live payment. It declares what it needs — a Store (adapter:
+// internal/order/store), the submit Tokens (internal/platform/idempotency)
+// and Payments (adapter: internal/order/paymentclient) — and the HTTP
+// adapter (internal/order/httpapi) maps its *apperr.Error values to
+// statuses. The background work lives next to it: the payment-event consumer
+// (internal/order/consumer, technique 5) and the timeout closer
+// (internal/order/closer, technique 3).
 //
 // # Guarantees
 //
@@ -22,6 +26,11 @@
 //     are the table in order.go. Of any number of concurrent cancels exactly
 //     one succeeds, and version grows by exactly one per transition.
 //   - A user only ever sees their own orders; another user's is not found.
+//   - Pay never makes a second live payment: the payment service is
+//     idempotent on the order id (so the client retries network errors and
+//     5xx safely), and the payment id is attached with a conditional UPDATE
+//     that requires PENDING_PAYMENT, so it never lands on an order the
+//     consumer paid or a cancel closed meanwhile.
 //
 // # Failure boundary
 //
@@ -40,6 +49,9 @@
 //	client hangs up mid-insert              | the attempt completes and records its   | detached ctx
 //	                                        | order; the retry replays it             |
 //	cancel races cancel (or payment)        | exactly one wins; the rest 409          | CAS UPDATE
+//	payment service down or 5xx on /pay     | 3 attempts (2 s each), then 503; the    | client retry,
+//	                                        | order is unchanged                      | idempotency
+//	order paid or cancelled during /pay     | answered for its new state (200 / 409)  | attach CAS
 //
 // Not guaranteed: availability of submits without Redis (fail closed by
 // design), nor an answer stable across the token's life when the order

@@ -74,7 +74,7 @@ type Item struct {
 }
 
 // Order is an order as stored. Only the Store writes it, and only through
-// Create and Transition.
+// Create, Transition and AttachPayment.
 type Order struct {
 	ID          int64
 	UserID      string
@@ -90,7 +90,8 @@ type Order struct {
 	// database answer a replay, or a 422, when Redis has forgotten the token.
 	SubmitToken string
 	BodyHash    string
-	// Version starts at 1 and grows by exactly 1 with every transition.
+	// Version starts at 1 and grows by exactly 1 with every change of the
+	// row: each transition, and each payment attached by Pay (a new id only).
 	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time

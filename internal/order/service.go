@@ -24,17 +24,20 @@ type Config struct {
 	// Registerer receives onceonly_order_submits_total{outcome}. Nil
 	// registers none.
 	Registerer prometheus.Registerer
+	// Payments is the payment service, for Pay (required by Pay only).
+	Payments Payments
 }
 
-// Service is the order business: submit tokens, submits, reads and the
-// user's cancel. Every method returns *apperr.Error values the HTTP adapter
+// Service is the order business: submit tokens, submits, reads, the
+// user's cancel and pay. Every method returns *apperr.Error values the HTTP adapter
 // maps to statuses; anything else is a bug (500). Safe for concurrent use.
 type Service struct {
-	store   Store
-	tokens  Tokens
-	attempt time.Duration
-	log     *slog.Logger
-	m       *serviceMetrics
+	store    Store
+	tokens   Tokens
+	payments Payments
+	attempt  time.Duration
+	log      *slog.Logger
+	m        *serviceMetrics
 }
 
 // NewService returns a Service on store and tokens.
@@ -52,7 +55,7 @@ func NewService(store Store, tokens Tokens, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("order: metrics: %w", err)
 	}
-	return &Service{store: store, tokens: tokens, attempt: cfg.Lease * 3 / 4, log: cfg.Log, m: m}, nil
+	return &Service{store: store, tokens: tokens, payments: cfg.Payments, attempt: cfg.Lease * 3 / 4, log: cfg.Log, m: m}, nil
 }
 
 // IssueToken hands user a fresh submit token. Errors: 429 too_many_tokens

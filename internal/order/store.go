@@ -50,6 +50,13 @@ type Store interface {
 	// ErrConflict when no row matched; ErrIllegalTransition when the edge is
 	// not in the state machine. Never read-then-write.
 	Transition(ctx context.Context, id int64, from, to Status, extra *Extra) error
+	// AttachPayment records paymentID on order id while it is
+	// PENDING_PAYMENT, in one conditional UPDATE that keeps the status and
+	// bumps version (only when the id changes: attaching the same payment
+	// again changes nothing). nil when paymentID is attached, now or before;
+	// ErrConflict when the order is no longer PENDING_PAYMENT (or does not
+	// exist): nothing changed.
+	AttachPayment(ctx context.Context, id int64, paymentID string) error
 }
 
 // Extra refines a Transition.

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 
@@ -26,7 +27,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		log = slog.Default()
 	}
 	// A bad lease, TTL or rate is refused before anything is opened.
-	if err := checkConfig(cfg); err != nil {
+	if err := errors.Join(checkConfig(cfg), checkBackgroundConfig(cfg)); err != nil {
 		return err
 	}
 	ln := deps.Listener
@@ -56,6 +57,16 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		return err
 	}
 	inf.OnClose(closeAPI)
+
+	// Background work: the payment-event consumer and the timeout closer.
+	// They stop with ctx, while the HTTP server drains; Close waits for them.
+	stopBackground, err := StartBackground(ctx, Background{
+		Config: cfg, DB: inf.DB, Registry: inf.Registry, Log: log, KeyPrefix: DefaultKeyPrefix,
+	})
+	if err != nil {
+		return err
+	}
+	inf.OnClose(stopBackground)
 
 	inf.EnsureTopics(ctx)
 	log.Info("order service listening", "addr", ln.Addr().String())

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ func validConfig(t *testing.T) Config {
 // token, a zero rate) stops start-up with the variable's name.
 func TestCheckConfig_NamesTheVariable(t *testing.T) {
 	t.Parallel()
-	if err := checkConfig(validConfig(t)); err != nil {
+	check := func(c Config) error { return errors.Join(checkConfig(c), checkBackgroundConfig(c)) }
+	if err := check(validConfig(t)); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
 	cases := []struct {
@@ -36,11 +38,15 @@ func TestCheckConfig_NamesTheVariable(t *testing.T) {
 		{"zero user rate", "RATE_LIMIT_USER_RPS", func(c *Config) { c.RateUserRPS = 0 }},
 		{"negative instance rate", "RATE_LIMIT_INSTANCE_RPS", func(c *Config) { c.RateInstanceRPS = -1 }},
 		{"no internal token", "INTERNAL_API_TOKEN", func(c *Config) { c.InternalToken = "" }},
+		{"payment service URL without a scheme", "PAYMENT_SERVICE_URL", func(c *Config) { c.PaymentServiceURL = "payment:8081" }},
+		{"zero payment timeout", "ORDER_PAYMENT_TIMEOUT", func(c *Config) { c.PaymentTimeout = 0 }},
+		{"zero closer interval", "ORDER_TIMEOUT_INTERVAL", func(c *Config) { c.TimeoutInterval = 0 }},
+		{"lock lease too short", "LOCK_EXPIRY", func(c *Config) { c.LockExpiry = 100 * time.Millisecond }},
 	}
 	for _, tc := range cases {
 		c := validConfig(t)
 		tc.mod(&c)
-		if err := checkConfig(c); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := check(c); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.want)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,10 +14,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/onceonly/onceonly/internal/order"
+	"github.com/onceonly/onceonly/internal/order/consumer"
 	"github.com/onceonly/onceonly/internal/order/httpapi"
+	"github.com/onceonly/onceonly/internal/order/paymentclient"
 	"github.com/onceonly/onceonly/internal/order/store"
 	"github.com/onceonly/onceonly/internal/platform/db"
 	"github.com/onceonly/onceonly/internal/platform/idempotency"
+	"github.com/onceonly/onceonly/internal/platform/lock"
 	"github.com/onceonly/onceonly/internal/platform/ratelimit"
 )
 
@@ -23,8 +28,12 @@ import (
 // "onceonly:idem:…" for submit tokens, "onceonly:rl:…" for rate limits.
 const DefaultKeyPrefix = "onceonly:"
 
-// Migrations is the order service's schema.
-func Migrations() []db.Migration { return store.Migrations() }
+// Migrations is the order service's schema: orders, the consumer's
+// consumed_events, and the fenced jobs' job_fences (in this database, so a
+// job's fence check commits with its writes).
+func Migrations() []db.Migration {
+	return slices.Concat(store.Migrations(), consumer.Migrations(), lock.Migrations())
+}
 
 // Wiring is the infrastructure Mount builds the order API on: in Run the
 // service's own (internal/platform/service), in tests a private database and
@@ -46,6 +55,9 @@ type Wiring struct {
 	// WrapStore, if set, wraps the order store (tests slow it down or break
 	// it here); production leaves it nil.
 	WrapStore func(order.Store) order.Store
+	// Payments, if set, replaces the HTTP client to Config.PaymentServiceURL
+	// (tests put a fake payment service here).
+	Payments order.Payments
 }
 
 // Mount builds the order service on w and registers its routes on w.Engine.
@@ -78,8 +90,14 @@ func Mount(w Wiring) (close func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
+	payments := w.Payments
+	if payments == nil {
+		if payments, err = paymentClient(w.Config); err != nil {
+			return nil, err
+		}
+	}
 	svc, err := order.NewService(orders, tokens, order.Config{
-		Lease: w.Config.SubmitLease, Log: w.Log, Registerer: w.Registry,
+		Lease: w.Config.SubmitLease, Log: w.Log, Registerer: w.Registry, Payments: payments,
 	})
 	if err != nil {
 		return nil, err
@@ -98,6 +116,12 @@ func Mount(w Wiring) (close func() error, err error) {
 		return nil, err
 	}
 	return lrdb.Close, nil
+}
+
+// paymentClient is the HTTP client to the payment service: 2 s per attempt,
+// 3 attempts (POST /v1/payments is idempotent on the order id).
+func paymentClient(c Config) (*paymentclient.Client, error) {
+	return paymentclient.New(paymentclient.Config{BaseURL: c.PaymentServiceURL, Token: c.InternalToken})
 }
 
 func tokenConfig(c Config, prefix string) idempotency.Config {
@@ -133,6 +157,10 @@ func checkConfig(c Config) error {
 	var errs []error
 	if c.InternalToken == "" {
 		errs = append(errs, errors.New("config: INTERNAL_API_TOKEN: required but not set"))
+	} else if c.PaymentServiceURL != "" {
+		if _, err := paymentClient(c); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := tokenConfig(c, DefaultKeyPrefix).Validate(); err != nil {
 		errs = append(errs, err)
@@ -143,6 +171,28 @@ func checkConfig(c Config) error {
 	}{{"RATE_LIMIT_USER_RPS", c.RateUserRPS}, {"RATE_LIMIT_INSTANCE_RPS", c.RateInstanceRPS}} {
 		if math.IsNaN(v.val) || math.IsInf(v.val, 0) || v.val <= 0 {
 			errs = append(errs, fmt.Errorf("config: %s: want a positive rate, got %v", v.name, v.val))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkBackgroundConfig refuses what the consumer and the closer could only
+// fail on later, naming the variable.
+func checkBackgroundConfig(c Config) error {
+	var errs []error
+	if len(c.KafkaBrokers) == 0 {
+		errs = append(errs, errors.New("config: KAFKA_BROKERS: required but not set"))
+	}
+	if len(c.LockRedisAddrs) == 0 {
+		errs = append(errs, errors.New("config: LOCK_REDIS_ADDRS: required but not set"))
+	}
+	for _, v := range []struct {
+		name     string
+		val, min time.Duration
+	}{{"ORDER_PAYMENT_TIMEOUT", c.PaymentTimeout, time.Second}, {"ORDER_TIMEOUT_INTERVAL", c.TimeoutInterval, 100 * time.Millisecond},
+		{"LOCK_EXPIRY", c.LockExpiry, 500 * time.Millisecond}} {
+		if v.val < v.min {
+			errs = append(errs, fmt.Errorf("config: %s: want at least %v, got %v", v.name, v.min, v.val))
 		}
 	}
 	return errors.Join(errs...)

@@ -36,9 +36,11 @@ func realRedis() bool { return os.Getenv("TEST_REDIS_ADDR") != "" }
 func testConfig() app.Config {
 	return app.Config{
 		InternalToken: internalToken,
-		TokenTTL:      30 * time.Minute,
-		SubmitLease:   30 * time.Second,
-		RateUserRPS:   1e5, RateUserBurst: 100_000,
+		// Nothing listens there: the /pay tests hand in a fake instead.
+		PaymentServiceURL: "http://127.0.0.1:1",
+		TokenTTL:          30 * time.Minute,
+		SubmitLease:       30 * time.Second,
+		RateUserRPS:       1e5, RateUserBurst: 100_000,
 		RateInstanceRPS: 1e6, RateInstances: 1,
 	}
 }

@@ -56,6 +56,15 @@ func toJSON(o order.Order) orderJSON {
 	}
 }
 
+// payJSON is POST /v1/orders/{id}/pay's answer: the order's payment.
+type payJSON struct {
+	PaymentID   string `json:"payment_id"`
+	OrderID     string `json:"order_id"`
+	Status      string `json:"status"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+}
+
 type listJSON struct {
 	Orders     []orderJSON `json:"orders"`
 	NextCursor *string     `json:"next_cursor"`

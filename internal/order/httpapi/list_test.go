@@ -194,7 +194,7 @@ func TestOrders_NoUserIs401OnEveryRoute(t *testing.T) {
 	o := e.create("alice", body1)
 	for _, rt := range []struct{ method, path string }{
 		{"POST", "/v1/orders/tokens"}, {"POST", "/v1/orders"}, {"GET", "/v1/orders"},
-		{"GET", "/v1/orders/" + o.ID}, {"POST", "/v1/orders/" + o.ID + "/cancel"},
+		{"GET", "/v1/orders/" + o.ID}, {"POST", "/v1/orders/" + o.ID + "/cancel"}, {"POST", "/v1/orders/" + o.ID + "/pay"},
 	} {
 		mustProblem(t, e.do(rt.method, rt.path, "", ""), http.StatusUnauthorized, "unauthenticated")
 		mustProblem(t, e.do(rt.method, rt.path, "bad user id", ""), http.StatusUnauthorized, "unauthenticated")

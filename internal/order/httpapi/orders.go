@@ -122,3 +122,26 @@ func (h handlers) cancel(c *gin.Context) {
 	}
 	httpx.JSON(c, http.StatusOK, toJSON(o))
 }
+
+// POST /v1/orders/{id}/pay: an empty body or {} (nothing else).
+func (h handlers) pay(c *gin.Context) {
+	u, ok := user(c)
+	if !ok {
+		return
+	}
+	if err := httpx.BindOptionalJSON(c, nil); err != nil {
+		httpx.Error(c, err)
+		return
+	}
+	p, created, err := h.svc.Pay(c.Request.Context(), u, c.Param("id"))
+	if err != nil {
+		httpx.Error(c, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	httpx.JSON(c, status, payJSON{PaymentID: p.ID, OrderID: c.Param("id"), Status: p.Status,
+		AmountCents: p.AmountCents, Currency: p.Currency})
+}

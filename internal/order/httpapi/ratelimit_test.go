@@ -57,6 +57,7 @@ func TestRateLimit_BurstOverTheLimitGets429WithRetryAfter(t *testing.T) {
 	// Every /v1/ route is limited, and the submit routes too.
 	mustProblem(t, e.do(http.MethodPost, "/v1/orders/tokens", "alice", ""), http.StatusTooManyRequests, "rate_limited")
 	mustProblem(t, e.submit("alice", "AAAAAAAAAAAAAAAAAAAAAAAAAA", body1), http.StatusTooManyRequests, "rate_limited")
+	mustProblem(t, e.do(http.MethodPost, "/v1/orders/1/pay", "alice", ""), http.StatusTooManyRequests, "rate_limited")
 	// The limit is per user.
 	if got, _ := e.burst("bob", 3); got != 3 {
 		t.Fatalf("bob: %d of 3 allowed", got)

@@ -11,6 +11,9 @@
 //	GET  /v1/orders/{id}              200 order; 404
 //	GET  /v1/orders?status&limit&cursor  200 {orders, next_cursor}; 400 invalid_request
 //	POST /v1/orders/{id}/cancel       200 order (CANCELLED); 404; 409 invalid_transition
+//	POST /v1/orders/{id}/pay          201 new / 200 existing {payment_id, order_id, status,
+//	                                  amount_cents, currency}; 404; 409 invalid_transition|
+//	                                  payment_mismatch; 503 (payment service or database)
 //	every /v1/ route                  401 without X-User-ID; 429 rate_limited + Retry-After
 //	POST /internal/v1/orders/batch-get  200 {orders}; 400 (> 500 ids); 401 without the token
 //	GET  /internal/v1/orders?status&updated_from&updated_to&cursor&limit  200 {orders, next_cursor}
@@ -59,6 +62,7 @@ func Routes(r gin.IRouter, d Deps) error {
 	v1.GET("/orders", h.list)
 	v1.GET("/orders/:id", h.get)
 	v1.POST("/orders/:id/cancel", h.cancel)
+	v1.POST("/orders/:id/pay", h.pay)
 
 	internal := r.Group("/internal/v1", httpx.BearerAuth(d.InternalToken))
 	internal.POST("/orders/batch-get", h.batchGet)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/onceonly/onceonly/internal/order"
 	"github.com/onceonly/onceonly/internal/platform/db"
@@ -149,6 +150,15 @@ func (s *Store) Get(ctx context.Context, userID string, id int64) (order.Order, 
 		q = q.Where("user_id = ?", userID)
 	}
 	return s.take(q)
+}
+
+// GetForUpdate returns order id with a locking read (SELECT … FOR UPDATE on
+// MySQL; SQLite has one writer, so its read is current already), for a
+// caller inside a transaction (WithTx) that must see the committed state, not
+// its REPEATABLE READ snapshot: after a refused CAS, to learn what the order
+// became. ErrNotFound if there is no such order.
+func (s *Store) GetForUpdate(ctx context.Context, id int64) (order.Order, error) {
+	return s.take(s.db.WithContext(ctx).Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ?", id))
 }
 
 func (s *Store) take(q *gorm.DB) (order.Order, error) {
