@@ -186,6 +186,10 @@ func SQLiteDSN(dsn string) string {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
-	q.Set("_time_format", "sqlite")
+	// No _time_format: glebarez/go-sqlite (v1.21–v1.23) returns right after
+	// reading it and never reads _txlock, so transactions would silently be
+	// DEFERRED and a read-then-write one fails with SQLITE_BUSY_SNAPSHOT
+	// instead of waiting. TestSQLite_TransactionsBeginImmediate guards this.
+	q.Del("_time_format")
 	return "file:" + path + "?" + q.Encode()
 }

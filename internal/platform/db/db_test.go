@@ -186,3 +186,39 @@ func TestSQLiteDSN_SetsWALBusyTimeoutAndImmediateTx(t *testing.T) {
 		}
 	}
 }
+
+// A transaction that reads, then writes while another connection commits a
+// write, must wait for the writer lock (BEGIN IMMEDIATE), not fail with
+// SQLITE_BUSY_SNAPSHOT as a DEFERRED one does.
+func TestSQLite_TransactionsBeginImmediate(t *testing.T) {
+	t.Parallel()
+	gdb, err := db.Open(context.Background(), "sqlite:"+t.TempDir()+"/tx.db", db.Options{MaxOpenConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	if err := db.Migrate(context.Background(), gdb, nil, testMigrations...); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	other := make(chan error, 1)
+	err = gdb.Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Table("items").Count(&n).Error; err != nil {
+			return err
+		}
+		go func() {
+			other <- gdb.Exec("INSERT INTO items (sku, created_at) VALUES ('other', ?)", db.Now()).Error
+		}()
+		close(read)
+		time.Sleep(100 * time.Millisecond) // the other writer is now waiting, or (DEFERRED) has committed
+		return tx.Exec("INSERT INTO items (sku, created_at) VALUES ('mine', ?)", db.Now()).Error
+	})
+	<-read
+	if err != nil {
+		t.Fatalf("read-then-write transaction: %v (transactions are not BEGIN IMMEDIATE)", err)
+	}
+	if err := <-other; err != nil {
+		t.Fatalf("the other writer: %v", err)
+	}
+}
