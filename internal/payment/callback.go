@@ -164,15 +164,7 @@ func (s *Service) applyCallback(ctx context.Context, cb Callback) (Result, error
 // event is the outbox event of p's transition to `to` at `at`, with a fresh
 // event id: consumers de-duplicate on it, so a re-publish carries the same.
 func (s *Service) event(p Payment, to Status, at time.Time) events.Event {
-	typ := events.TypeSucceeded
-	if to == Failed {
-		typ = events.TypeFailed
-	}
-	return events.Event{
-		SchemaVersion: events.SchemaVersion, EventID: uuid.NewString(), Type: typ,
-		PaymentID: FormatID(p.ID), OrderID: p.OrderID, AmountCents: p.AmountCents, Currency: p.Currency,
-		OccurredAt: at,
-	}
+	return EventOf(p, to, at, uuid.NewString())
 }
 
 // record keeps a callback that changed nothing. If it cannot be kept the

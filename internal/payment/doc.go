@@ -47,8 +47,9 @@
 //	relay's wake-up                           | relay's next poll publishes it         |
 //
 // Not guaranteed: that the gateway's own view agrees with ours — a callback
-// lost for good leaves the payment PENDING until reconciliation asks the
-// gateway (Gateway.Query) and applies its answer through ApplyCallback.
-// Gateway calls are outside the database and cannot be fenced: Query only
-// reads and Refund is idempotent on its key.
+// lost for good leaves the payment PENDING until reconciliation
+// (internal/payment/reconcile) asks the gateway (Gateway.Query) and applies
+// its answer through ApplyCallback. Gateway calls are outside the database
+// and cannot be fenced: Query only reads and Refund is idempotent on its key
+// (RefundKeyOf derives it from the payment, so a retry sends the same).
 package payment

@@ -91,6 +91,12 @@ type Payment struct {
 	// RefundKey is the idempotency key of the gateway refund, set by the
 	// transition to REFUNDED; "" before.
 	RefundKey string
+	// EventID is the event_id of the outbox event of the transition into the
+	// current status ("" while PENDING, or for rows written before it was
+	// recorded). Reconciliation re-drives a lost event by it, and rebuilds
+	// the event with it when the outbox row was pruned: consumers
+	// de-duplicate on it, so a re-drive is never a second payment.
+	EventID string
 	// Version starts at 1 and grows by exactly 1 with every transition.
 	Version   int64
 	CreatedAt time.Time

@@ -38,7 +38,8 @@ type Store interface {
 	// ErrNotFound when the order has none.
 	Latest(ctx context.Context, orderID string) (Payment, error)
 	// Transition moves payment id from → to with one conditional UPDATE
-	// (status, version+1, updated_at = ch.At and ch's columns together),
+	// (status, version+1, updated_at = ch.At, ch's columns and event_id =
+	// ch.Event.EventID together),
 	// applied only if the row is still in from, and — in the same
 	// transaction — adds ch.Event to the outbox. Either both are committed
 	// or neither is. ErrConflict when no row matched (nothing written);

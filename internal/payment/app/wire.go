@@ -17,6 +17,8 @@ import (
 	"github.com/onceonly/onceonly/internal/payment"
 	"github.com/onceonly/onceonly/internal/payment/gateway"
 	"github.com/onceonly/onceonly/internal/payment/httpapi"
+	"github.com/onceonly/onceonly/internal/payment/orderclient"
+	"github.com/onceonly/onceonly/internal/payment/reconcile"
 	"github.com/onceonly/onceonly/internal/payment/store"
 	"github.com/onceonly/onceonly/internal/platform/db"
 	"github.com/onceonly/onceonly/internal/platform/lock"
@@ -28,11 +30,18 @@ import (
 // service-specific because the demo's two services share one Redis.
 const RelayJob = "payment-outbox-relay"
 
-// relayStop bounds how long Close waits for the relay to finish its round.
-const relayStop = 3 * time.Second
+// ReconcileJob names reconciliation in the lock: the schedule and POST
+// /v1/reconciliations take this one lock (Redis key
+// "onceonly:lock:payment-reconciliation" and its job_fences row).
+const ReconcileJob = reconcile.DefaultJob
 
-// Migrations is the payment service's schema: payments and callback
-// records, the outbox, the lock's fencing rows, and the simulator's records.
+// backgroundStop bounds how long Close waits for the relay to finish its
+// round and a scheduled reconciliation to write its report.
+const backgroundStop = 3 * time.Second
+
+// Migrations is the payment service's schema: payments, callback records and
+// reconciliation reports, the outbox, the lock's fencing rows, and the
+// simulator's records.
 func Migrations() []db.Migration {
 	var m []db.Migration
 	m = append(m, store.Migrations()...)
@@ -75,24 +84,29 @@ type Mounted struct {
 	// Gateway is what the service's jobs call (the Simulator, behind the
 	// interface).
 	Gateway payment.Gateway
-	// Locker runs the fenced jobs (the relay; reconciliation later). Nil
-	// without a relay.
+	// Locker runs the fenced jobs (the relay, reconciliation). Nil when
+	// Config.LockRedisAddrs is empty (tests that need neither).
 	Locker *lock.Runner
 	// Relay publishes the outbox; nil when Config.KafkaBrokers is empty
 	// (tests that only look at the outbox table).
 	Relay *outbox.Relay
+	// Reconciler compares payments with orders (POST /v1/reconciliations,
+	// and every ReconcileInterval); nil when Config.OrderServiceURL is empty.
+	Reconciler *reconcile.Reconciler
 
-	stopRelay context.CancelFunc
-	relayDone chan struct{}
+	stop      context.CancelFunc
+	running   sync.WaitGroup
 	closeOnce sync.Once
 	log       *slog.Logger
 }
 
 // Mount builds the payment service on w, registers its routes on w.Engine
-// and, when Config.KafkaBrokers is set, starts the outbox relay in the
-// background (on a context of its own, so it keeps publishing the events of
-// requests still draining at shutdown). Call Close after the HTTP server has
-// stopped.
+// and starts its background work on a context of its own: the outbox relay
+// when Config.KafkaBrokers is set (so it keeps publishing the events of
+// requests still draining at shutdown), and scheduled reconciliation when
+// Config.OrderServiceURL is set and Config.ReconcileInterval is positive
+// (0, possible only in code, leaves reconciliation to POST
+// /v1/reconciliations). Call Close after the HTTP server has stopped.
 func Mount(w Wiring) (*Mounted, error) {
 	if w.DB == nil || w.Engine == nil {
 		return nil, errors.New("payment: Mount needs DB and Engine")
@@ -105,22 +119,25 @@ func Mount(w Wiring) (*Mounted, error) {
 	}
 	m := &Mounted{log: w.Log}
 
-	// The relay first: the service wakes it after each commit.
+	// The lock, for every fenced job, then the relay: the service wakes it
+	// after each commit.
 	var notify func()
-	if len(w.Config.KafkaBrokers) > 0 {
+	if len(w.Config.LockRedisAddrs) > 0 {
 		locker, err := lock.New(lock.Config{Addrs: w.Config.LockRedisAddrs, Expiry: w.Config.LockExpiry, DB: w.DB,
 			KeyPrefix: w.LockKeyPrefix, Logger: w.Log, Registerer: w.Registry})
 		if err != nil {
 			return nil, err
 		}
-		relay, err := outbox.NewRelay(outbox.RelayConfig{DB: w.DB, Brokers: w.Config.KafkaBrokers, Locker: locker,
+		m.Locker = locker
+	}
+	if len(w.Config.KafkaBrokers) > 0 {
+		relay, err := outbox.NewRelay(outbox.RelayConfig{DB: w.DB, Brokers: w.Config.KafkaBrokers, Locker: m.Locker,
 			Job: RelayJob, PollInterval: w.Config.OutboxPollInterval, Retention: w.Config.OutboxRetention,
 			Logger: w.Log, Registerer: w.Registry})
 		if err != nil {
-			locker.Close()
-			return nil, err
+			return nil, m.abort(err)
 		}
-		m.Locker, m.Relay, notify = locker, relay, relay.Notify
+		m.Relay, notify = relay, relay.Notify
 	}
 
 	// Storage and the business.
@@ -140,9 +157,6 @@ func Mount(w Wiring) (*Mounted, error) {
 		return nil, m.abort(err)
 	}
 	m.Service = svc
-	if err := httpapi.Routes(w.Engine, httpapi.Deps{Service: svc, InternalToken: w.Config.InternalToken}); err != nil {
-		return nil, m.abort(err)
-	}
 
 	// The gateway. The sandbox routes exist only with the simulator.
 	switch w.Config.Gateway {
@@ -161,17 +175,53 @@ func Mount(w Wiring) (*Mounted, error) {
 		return nil, m.abort(fmt.Errorf("config: PAYMENT_GATEWAY: unknown gateway %q (known: simulator)", w.Config.Gateway))
 	}
 
+	// Reconciliation: the order service's internal API, the gateway, the
+	// callback path for queried outcomes, under the lock.
+	if w.Config.OrderServiceURL != "" {
+		orders, err := orderclient.New(orderclient.Config{BaseURL: w.Config.OrderServiceURL, Token: w.Config.InternalToken})
+		if err != nil {
+			return nil, m.abort(err)
+		}
+		rec, err := reconcile.New(reconcile.Config{
+			Store: st, Orders: orders, Gateway: m.Gateway, Payments: svc, Locker: m.Locker, Job: ReconcileJob,
+			Interval: w.Config.ReconcileInterval, Window: w.Config.ReconcileWindow, Grace: w.Config.ReconcileGrace,
+			Timeout: w.Config.ReconcileTimeout, Notify: notify, Log: w.Log, Registerer: w.Registry,
+		})
+		if err != nil {
+			return nil, m.abort(err)
+		}
+		m.Reconciler = rec
+	}
+	if err := httpapi.Routes(w.Engine, httpapi.Deps{Service: svc, InternalToken: w.Config.InternalToken,
+		Reconciler: m.Reconciler}); err != nil {
+		return nil, m.abort(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop = cancel
 	if m.Relay != nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		m.stopRelay, m.relayDone = cancel, make(chan struct{})
-		go func() {
-			defer close(m.relayDone)
+		m.background(func() {
 			if err := m.Relay.Run(ctx); err != nil {
 				w.Log.Error("payment: outbox relay stopped", "err", err)
 			}
-		}()
+		})
+	}
+	if m.Reconciler != nil && w.Config.ReconcileInterval > 0 {
+		m.background(func() {
+			if err := m.Reconciler.Run(ctx); err != nil {
+				w.Log.Error("payment: scheduled reconciliation stopped", "err", err)
+			}
+		})
 	}
 	return m, nil
+}
+
+func (m *Mounted) background(fn func()) {
+	m.running.Add(1)
+	go func() {
+		defer m.running.Done()
+		fn()
+	}()
 }
 
 // abort releases what Mount built before failing with err.
@@ -182,22 +232,30 @@ func (m *Mounted) abort(err error) error {
 	return err
 }
 
-// Close stops the relay (waiting at most relayStop for its round to end),
-// then closes the lock's Redis clients and the simulator's connections. Safe
-// to call twice.
+// Close stops the relay and the reconciliation schedule, cancels a POST
+// /v1/reconciliations still running (its report says so), waits at most
+// backgroundStop for them, then closes the lock's Redis clients and the
+// simulator's connections. Safe to call twice.
 func (m *Mounted) Close() error {
 	var errs []error
 	m.closeOnce.Do(func() {
-		if m.stopRelay != nil {
-			m.stopRelay()
-			select {
-			case <-m.relayDone:
+		if m.stop != nil {
+			m.stop()
+		}
+		if m.Reconciler != nil {
+			m.Reconciler.Close()
+		}
+		done := make(chan struct{})
+		go func() { m.running.Wait(); close(done) }()
+		select {
+		case <-done:
+			if m.Locker != nil {
 				errs = append(errs, m.Locker.Close())
-			case <-time.After(relayStop):
-				// Its lease expires on its own; the unpublished rows wait for
-				// the next instance's relay.
-				m.log.Warn("payment: outbox relay did not stop in time", "bound", relayStop)
 			}
+		case <-time.After(backgroundStop):
+			// Their leases expire on their own; unpublished rows and the
+			// reconciliation wait for the next instance.
+			m.log.Warn("payment: background jobs did not stop in time", "bound", backgroundStop)
 		}
 		if m.Simulator != nil {
 			errs = append(errs, m.Simulator.Close())
@@ -223,13 +281,27 @@ func checkConfig(c Config) error {
 	if c.Gateway != "simulator" {
 		errs = append(errs, fmt.Errorf("config: PAYMENT_GATEWAY: unknown gateway %q (known: simulator)", c.Gateway))
 	}
-	if len(c.KafkaBrokers) > 0 {
+	if len(c.KafkaBrokers) > 0 || c.OrderServiceURL != "" {
 		if len(c.LockRedisAddrs) == 0 {
 			errs = append(errs, errors.New("config: LOCK_REDIS_ADDRS: at least one address is required"))
 		}
-		if c.LockExpiry < 100*time.Millisecond {
-			errs = append(errs, fmt.Errorf("config: LOCK_EXPIRY: want at least 100ms, got %v", c.LockExpiry))
+		if c.LockExpiry < 500*time.Millisecond {
+			errs = append(errs, fmt.Errorf("config: LOCK_EXPIRY: want at least 500ms, got %v", c.LockExpiry))
 		}
+	}
+	if c.OrderServiceURL != "" {
+		if c.ReconcileInterval < 0 {
+			errs = append(errs, fmt.Errorf("config: RECONCILE_INTERVAL: want a positive duration, got %v", c.ReconcileInterval))
+		}
+		if c.ReconcileWindow <= 0 || c.ReconcileGrace <= 0 || c.ReconcileGrace >= c.ReconcileWindow {
+			errs = append(errs, fmt.Errorf("config: RECONCILE_GRACE (%v) must be positive and below RECONCILE_WINDOW (%v)",
+				c.ReconcileGrace, c.ReconcileWindow))
+		}
+		if c.ReconcileTimeout <= 0 {
+			errs = append(errs, fmt.Errorf("config: RECONCILE_TIMEOUT: want a positive duration, got %v", c.ReconcileTimeout))
+		}
+	}
+	if len(c.KafkaBrokers) > 0 {
 		if c.OutboxPollInterval <= 0 {
 			errs = append(errs, fmt.Errorf("config: OUTBOX_POLL_INTERVAL: want a positive duration, got %v", c.OutboxPollInterval))
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onceonly/onceonly/internal/payment/app"
 	"github.com/onceonly/onceonly/internal/platform/httpx"
@@ -48,6 +49,15 @@ func TestMount_RefusesMissingSecretsAndTokenNamingTheVariable(t *testing.T) {
 		{"unknown gateway", app.Config{InternalToken: "t", GatewaySecrets: []string{"k"}, Gateway: "stripe"}, "PAYMENT_GATEWAY"},
 		{"relay without poll interval", app.Config{InternalToken: "t", GatewaySecrets: []string{"k"}, Gateway: "simulator",
 			KafkaBrokers: []string{"127.0.0.1:1"}, LockRedisAddrs: []string{"127.0.0.1:1"}, LockExpiry: 10e9}, "OUTBOX_POLL_INTERVAL"},
+		{"reconciliation without a lock", app.Config{InternalToken: "t", GatewaySecrets: []string{"k"}, Gateway: "simulator",
+			OrderServiceURL: "http://127.0.0.1:1", ReconcileWindow: time.Hour, ReconcileGrace: time.Second, ReconcileTimeout: time.Minute},
+			"LOCK_REDIS_ADDRS"},
+		{"grace not below the window", app.Config{InternalToken: "t", GatewaySecrets: []string{"k"}, Gateway: "simulator",
+			OrderServiceURL: "http://127.0.0.1:1", LockRedisAddrs: []string{"127.0.0.1:1"}, LockExpiry: 10e9,
+			ReconcileWindow: time.Minute, ReconcileGrace: time.Minute, ReconcileTimeout: time.Minute}, "RECONCILE_GRACE"},
+		{"order service URL not a URL", app.Config{InternalToken: "t", GatewaySecrets: []string{"k"}, Gateway: "simulator",
+			OrderServiceURL: "order:8080", LockRedisAddrs: []string{"127.0.0.1:1"}, LockExpiry: 10e9,
+			ReconcileWindow: time.Hour, ReconcileGrace: time.Second, ReconcileTimeout: time.Minute}, "ORDER_SERVICE_URL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := app.Mount(app.Wiring{Config: c.cfg, DB: gdb, Engine: httpx.NewEngine(httpx.Options{}), BaseURL: "http://127.0.0.1:1"})

@@ -35,6 +35,9 @@ func testConfig() app.Config {
 		LockExpiry:         2 * time.Second,
 		OutboxPollInterval: 100 * time.Millisecond,
 		OutboxRetention:    time.Hour,
+		ReconcileWindow:    time.Hour,
+		ReconcileGrace:     reconcileGrace,
+		ReconcileTimeout:   30 * time.Second,
 	}
 }
 
@@ -47,6 +50,15 @@ type options struct {
 	maxOpen int // DB pool; default 20 (MariaDB's 151 connections are shared)
 	wrap    func(payment.Store) payment.Store
 	logger  func(testing.TB) *slog.Logger
+	// ordersURL turns reconciliation on against this order service (a
+	// testkit.FakeOrders, or a proxy in front of one), with the lock on
+	// the test's Redis.
+	ordersURL string
+	// schedule runs reconciliation every schedule (0: only on POST).
+	schedule time.Duration
+	// lockRedis and lockPrefix share the lock with another env (two
+	// instances); "" takes the test's own Redis and prefix.
+	lockRedis, lockPrefix string
 }
 
 // env is the payment service built exactly as app.Run builds it (app.Mount
@@ -62,6 +74,9 @@ type env struct {
 	reg     *prometheus.Registry
 	client  *http.Client
 	clock   atomic.Pointer[time.Time] // nil: real time
+	// lockRedis and lockPrefix are the lock's Redis and key prefix (with
+	// reconciliation or the relay).
+	lockRedis, lockPrefix string
 }
 
 func newEnv(t testing.TB, o options) *env {
@@ -76,13 +91,20 @@ func newEnv(t testing.TB, o options) *env {
 	}
 	e := &env{t: t, db: gdb, reg: prometheus.NewRegistry()}
 	lockPrefix := ""
-	if o.relay {
-		e.brokers = testkit.Kafka(t, events.Topic, events.DLQTopic)
+	if o.relay || o.ordersURL != "" {
 		rdb, prefix := testkit.Redis(t)
-		cfg.KafkaBrokers = e.brokers
 		cfg.LockRedisAddrs = []string{rdb.Options().Addr}
 		lockPrefix = prefix
+		if o.lockRedis != "" {
+			cfg.LockRedisAddrs, lockPrefix = []string{o.lockRedis}, o.lockPrefix
+		}
+		e.lockRedis, e.lockPrefix = cfg.LockRedisAddrs[0], lockPrefix
 	}
+	if o.relay {
+		e.brokers = testkit.Kafka(t, events.Topic, events.DLQTopic)
+		cfg.KafkaBrokers = e.brokers
+	}
+	cfg.OrderServiceURL, cfg.ReconcileInterval = o.ordersURL, o.schedule
 	log := warnLogger(t)
 	if o.logger != nil {
 		log = o.logger(t)

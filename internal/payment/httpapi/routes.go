@@ -11,6 +11,10 @@
 //	                             "duplicate"|"conflict"}; 401 unsigned, forged or stale;
 //	                             400 invalid_json|invalid_request; 404; 413;
 //	                             422 amount_mismatch; 503
+//	POST /v1/reconciliations     (internal token) 200 report (also of a failed run);
+//	                             400 for a body other than empty or {};
+//	                             409 reconciliation_in_progress; 503
+//	GET  /v1/reconciliations/latest  (internal token) 200 report; 404 before the first run
 //	every internal route         401 unauthenticated without the bearer token; nothing runs
 //
 // The sandbox (POST /v1/sandbox/payments/{id}/complete) belongs to the gateway
@@ -23,6 +27,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/onceonly/onceonly/internal/payment"
+	"github.com/onceonly/onceonly/internal/payment/reconcile"
 	"github.com/onceonly/onceonly/internal/platform/httpx"
 )
 
@@ -32,6 +37,10 @@ type Deps struct {
 	// InternalToken guards every route but the callback
 	// (INTERNAL_API_TOKEN); it must not be empty.
 	InternalToken string
+	// Reconciler, if set, serves /v1/reconciliations (nil: the routes are
+	// not registered — a service mounted without the order service or the
+	// lock).
+	Reconciler *reconcile.Reconciler
 }
 
 // Routes registers the payment API on r.
@@ -39,16 +48,21 @@ func Routes(r gin.IRouter, d Deps) error {
 	if d.Service == nil || d.InternalToken == "" {
 		return errors.New("httpapi: Routes needs a Service and an internal token")
 	}
-	h := handlers{svc: d.Service}
+	h := handlers{svc: d.Service, rec: d.Reconciler}
 	internal := httpx.BearerAuth(d.InternalToken)
 	r.POST("/v1/payments", internal, h.create)
 	r.GET("/v1/payments/:id", internal, h.get)
 	// The gateway has no bearer token: the HMAC signature is its credential,
 	// checked by the handler before the body is parsed.
 	r.POST("/v1/payments/callback", h.callback)
+	if d.Reconciler != nil {
+		r.POST("/v1/reconciliations", internal, h.reconcileNow)
+		r.GET("/v1/reconciliations/latest", internal, h.latestReconciliation)
+	}
 	return nil
 }
 
 type handlers struct {
 	svc *payment.Service
+	rec *reconcile.Reconciler
 }

@@ -1,6 +1,10 @@
 package store
 
-import "github.com/onceonly/onceonly/internal/platform/db"
+import (
+	"gorm.io/gorm"
+
+	"github.com/onceonly/onceonly/internal/platform/db"
+)
 
 // Migrations create the payment service's own tables (the outbox and the
 // lock's job_fences come from their packages; the simulator's from
@@ -16,6 +20,11 @@ import "github.com/onceonly/onceonly/internal/platform/db"
 // latest attempt". (updated_at, id) serves reconciliation's keyset over a
 // time window; (status, updated_at) its search for PENDING payments past
 // the grace period. refund_key is UNIQUE: one refund key, one payment.
+//
+// payments.event_id (0003) is the event of the transition into the current
+// status; reconciliation_runs and reconciliation_diffs (0004) are the
+// reconciliation reports (internal/payment/reconcile): one row per run, at
+// most reconcile.MaxDiffs diff rows per run, read newest first by id.
 func Migrations() []db.Migration {
 	return []db.Migration{
 		{
@@ -93,5 +102,97 @@ func Migrations() []db.Migration {
 				},
 			),
 		},
+		{
+			// The event of the transition into the current status: what
+			// reconciliation re-drives (or rebuilds, if the outbox row was
+			// pruned) with its original id. A column added to an existing
+			// table: checked first, because MySQL 8 has no ADD COLUMN IF NOT
+			// EXISTS and its DDL commits on its own.
+			ID: "payment_0003_payments_event_id",
+			Up: func(tx *gorm.DB, d db.Dialect) error {
+				return addColumn(tx, d, "payments", "event_id",
+					"ALTER TABLE payments ADD COLUMN event_id VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL",
+					"ALTER TABLE payments ADD COLUMN event_id TEXT NULL")
+			},
+		},
+		{
+			ID: "payment_0004_reconciliation",
+			Up: db.SQL(
+				[]string{`CREATE TABLE IF NOT EXISTS reconciliation_runs (
+  id BIGINT NOT NULL AUTO_INCREMENT,
+  status VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  error VARCHAR(1000) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+  window_start DATETIME(6) NOT NULL,
+  window_end DATETIME(6) NOT NULL,
+  started_at DATETIME(6) NOT NULL,
+  finished_at DATETIME(6) NOT NULL,
+  checked BIGINT NOT NULL,
+  matched BIGINT NOT NULL,
+  republished BIGINT NOT NULL,
+  queried BIGINT NOT NULL,
+  refunded BIGINT NOT NULL,
+  flagged BIGINT NOT NULL,
+  diffs_total BIGINT NOT NULL,
+  fence_token BIGINT NOT NULL,
+  PRIMARY KEY (id),
+  KEY idx_reconciliation_runs_started (started_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci`,
+					`CREATE TABLE IF NOT EXISTS reconciliation_diffs (
+  id BIGINT NOT NULL AUTO_INCREMENT,
+  run_id BIGINT NOT NULL,
+  kind VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  payment_id BIGINT NULL,
+  order_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  action VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  PRIMARY KEY (id),
+  KEY idx_reconciliation_diffs_run (run_id, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci`},
+				[]string{
+					`CREATE TABLE IF NOT EXISTS reconciliation_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  status TEXT NOT NULL,
+  error TEXT NULL,
+  window_start DATETIME NOT NULL,
+  window_end DATETIME NOT NULL,
+  started_at DATETIME NOT NULL,
+  finished_at DATETIME NOT NULL,
+  checked INTEGER NOT NULL,
+  matched INTEGER NOT NULL,
+  republished INTEGER NOT NULL,
+  queried INTEGER NOT NULL,
+  refunded INTEGER NOT NULL,
+  flagged INTEGER NOT NULL,
+  diffs_total INTEGER NOT NULL,
+  fence_token INTEGER NOT NULL)`,
+					`CREATE INDEX IF NOT EXISTS idx_reconciliation_runs_started ON reconciliation_runs (started_at)`,
+					`CREATE TABLE IF NOT EXISTS reconciliation_diffs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  payment_id INTEGER NULL,
+  order_id TEXT NOT NULL,
+  action TEXT NOT NULL)`,
+					`CREATE INDEX IF NOT EXISTS idx_reconciliation_diffs_run ON reconciliation_diffs (run_id, id)`,
+				},
+			),
+		},
 	}
+}
+
+// addColumn runs the dialect's ALTER unless table already has column.
+func addColumn(tx *gorm.DB, d db.Dialect, table, column, mysql, sqlite string) error {
+	var n int64
+	q := "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?"
+	stmt := mysql
+	if d == db.SQLite {
+		q = "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?"
+		stmt = sqlite
+	}
+	if err := tx.Raw(q, table, column).Scan(&n).Error; err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	return tx.Exec(stmt).Error
 }

@@ -52,6 +52,7 @@ type row struct {
 	Currency     string
 	GatewayTxnID sql.NullString
 	RefundKey    sql.NullString
+	EventID      sql.NullString
 	Version      int64
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
@@ -63,7 +64,7 @@ func (r row) toPayment() payment.Payment {
 	return payment.Payment{
 		ID: r.ID, OrderID: r.OrderID, UserID: r.UserID, Attempt: r.Attempt, Status: payment.Status(r.Status),
 		AmountCents: r.AmountCents, Currency: r.Currency, GatewayTxnID: r.GatewayTxnID.String,
-		RefundKey: r.RefundKey.String, Version: r.Version,
+		RefundKey: r.RefundKey.String, EventID: r.EventID.String, Version: r.Version,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
@@ -78,7 +79,7 @@ func (s *Store) Create(ctx context.Context, p *payment.Payment) error {
 	r := row{
 		OrderID: p.OrderID, UserID: p.UserID, Attempt: p.Attempt, Status: string(p.Status),
 		AmountCents: p.AmountCents, Currency: p.Currency, GatewayTxnID: nullString(p.GatewayTxnID),
-		RefundKey: nullString(p.RefundKey), Version: 1, CreatedAt: now, UpdatedAt: now,
+		RefundKey: nullString(p.RefundKey), EventID: nullString(p.EventID), Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.db.WithContext(ctx).Create(&r).Error; err != nil {
 		if db.IsDuplicate(err) {

@@ -25,7 +25,7 @@ const (
 
 // Transition implements payment.Store: in one transaction,
 //
-//	UPDATE payments SET status=?, version=version+1, updated_at=?[, gateway_txn_id=?][, refund_key=?]
+//	UPDATE payments SET status=?, version=version+1, updated_at=?[, gateway_txn_id=?][, refund_key=?][, event_id=?]
 //	WHERE id=? AND status=?
 //	INSERT INTO outbox_events (...)            -- when ch.Event is set
 //
@@ -36,8 +36,17 @@ const (
 // matches (InnoDB's UPDATE reads the latest committed row under its lock;
 // SQLite has one writer). A database error at any point rolls back both
 // rows. version+1 guarantees the row changes, so MySQL's rows-changed count
-// cannot report a match as 0.
+// cannot report a match as 0. The event's id is kept on the row (event_id),
+// so reconciliation can re-drive that very event later.
 func (s *Store) Transition(ctx context.Context, id int64, from, to payment.Status, ch payment.Change) error {
+	return s.transitionIn(func(fn func(tx *gorm.DB) error) error {
+		return s.db.WithContext(ctx).Transaction(fn)
+	}, id, from, to, ch)
+}
+
+// transitionIn is Transition inside the transaction that run opens: the
+// store's own (Transition) or a job's fenced one (MarkRefunded).
+func (s *Store) transitionIn(run func(func(tx *gorm.DB) error) error, id int64, from, to payment.Status, ch payment.Change) error {
 	if !payment.CanTransition(from, to) {
 		return fmt.Errorf("store: %w: %s → %s", payment.ErrIllegalTransition, from, to)
 	}
@@ -64,7 +73,10 @@ func (s *Store) Transition(ctx context.Context, id int64, from, to payment.Statu
 	if ch.RefundKey != "" {
 		set["refund_key"] = ch.RefundKey
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	if msg != nil {
+		set["event_id"] = msg.EventID
+	}
+	err := run(func(tx *gorm.DB) error {
 		res := tx.Table("payments").Where("id = ? AND status = ?", id, string(from)).Updates(set)
 		if res.Error != nil {
 			return fmt.Errorf("store: transition %s → %s of payment %d: %w", from, to, id, res.Error)
