@@ -39,8 +39,11 @@ const (
 // cannot report a match as 0. The event's id is kept on the row (event_id),
 // so reconciliation can re-drive that very event later.
 func (s *Store) Transition(ctx context.Context, id int64, from, to payment.Status, ch payment.Change) error {
+	// db.Transaction re-runs a deadlock victim: concurrent CASes on one row
+	// that also touch unique indexes (refund_key, the outbox's event_id) can
+	// deadlock on MariaDB, and a re-run decides again from committed state.
 	return s.transitionIn(func(fn func(tx *gorm.DB) error) error {
-		return s.db.WithContext(ctx).Transaction(fn)
+		return db.Transaction(ctx, s.db, fn)
 	}, id, from, to, ch)
 }
 
