@@ -28,19 +28,19 @@ type system struct {
 	OrderDSN, PaymentDSN string
 	RedisAddr            string
 	client               *http.Client
-	t                    *testing.T
+	t                    testing.TB
 }
 
 // startSystem runs both services until the test ends. extra overrides
 // configuration variables (e.g. short timeouts).
-func startSystem(t *testing.T, extra map[string]string) *system {
+func startSystem(t testing.TB, extra map[string]string) *system {
 	t.Helper()
 	return startSystemWith(t, extra, nil)
 }
 
 // startSystemWith runs before(s) once the infrastructure exists and before
 // the services start (e.g. to hold one of their locks).
-func startSystemWith(t *testing.T, extra map[string]string, before func(*system)) *system {
+func startSystemWith(t testing.TB, extra map[string]string, before func(*system)) *system {
 	t.Helper()
 	redisAddr := privateRedis(t)
 	brokers := testkit.Kafka(t, events.Topic, events.DLQTopic)
@@ -117,7 +117,7 @@ func startSystemWith(t *testing.T, extra map[string]string, before func(*system)
 // ("onceonly:lock:<job>") are the same in every test, so on a shared server
 // parallel tests would contend for one another's jobs. A private redis-server
 // when the tests run against real servers, a miniredis otherwise.
-func privateRedis(t *testing.T) string {
+func privateRedis(t testing.TB) string {
 	t.Helper()
 	if os.Getenv("TEST_REDIS_ADDR") != "" {
 		return testkit.RedisServer(t).Addr
@@ -208,7 +208,7 @@ func (s *system) waitOrder(u, id string, d time.Duration, cond func(order) bool)
 	}
 }
 
-func must(t *testing.T, ok bool, format string, args ...any) {
+func must(t testing.TB, ok bool, format string, args ...any) {
 	t.Helper()
 	if !ok {
 		t.Fatalf(format, args...)

@@ -45,7 +45,7 @@ func (s *system) reconcile() report {
 	}
 }
 
-func openDB(t *testing.T, dsn string) *gorm.DB {
+func openDB(t testing.TB, dsn string) *gorm.DB {
 	t.Helper()
 	gdb, err := db.Open(context.Background(), dsn, db.Options{MaxOpenConns: 4})
 	if err != nil {
@@ -181,7 +181,7 @@ func TestE2E_LatePaymentForATimedOutOrderIsRefundedOnce(t *testing.T) {
 	must(t, refunds == 1, "%d refunds recorded at the gateway, want 1", refunds)
 }
 
-func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
+func waitFor(t testing.TB, d time.Duration, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
