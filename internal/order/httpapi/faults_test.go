@@ -52,19 +52,14 @@ func TestSubmit_CrashAfterClaimHoldsTheKeyUntilTheLeaseEnds(t *testing.T) {
 	key := e.token("alice")
 	in := order.NewOrder{Currency: "CNY", Items: []order.Item{{SKU: "apple", Quantity: 2, PriceCents: 350}}}
 	// The dead process: it claimed with this body, then nothing.
+	before := time.Now()
 	c, err := e.tokens().Claim(context.Background(), "alice", key, in.BodyHash())
 	if err != nil || c.Outcome != idempotency.Claimed {
 		t.Fatalf("claim: %+v, %v", c, err)
 	}
 	claimed := time.Now()
 
-	mustProblem(t, e.submit("alice", key, body1), http.StatusConflict, "idempotency_key_in_use")
-	time.Sleep(lease / 2)
-	if r := e.submit("alice", key, body1); time.Since(claimed) < lease {
-		mustProblem(t, r, http.StatusConflict, "idempotency_key_in_use")
-	}
-	time.Sleep(time.Until(claimed.Add(lease + 100*time.Millisecond)))
-	r := e.submit("alice", key, body1)
+	r := e.submitThroughLease("alice", key, body1, before, claimed, lease, 0, lease/2)
 	if r.status != http.StatusCreated {
 		t.Fatalf("retry after the lease: %v", r)
 	}
@@ -74,6 +69,40 @@ func TestSubmit_CrashAfterClaimHoldsTheKeyUntilTheLeaseEnds(t *testing.T) {
 	if rows := e.countOrders(""); rows != 1 {
 		t.Fatalf("%d order rows, want 1", rows)
 	}
+}
+
+// leaseMargin is how long before a lease's end a test stops asserting 409:
+// it covers the Redis clock's millisecond steps and the moment between an
+// answer arriving and the test reading the clock.
+const leaseMargin = 250 * time.Millisecond
+
+// submitThroughLease follows a key claimed by another attempt (stalled or
+// dead) at some moment between claimedAfter and claimedBy, under lease. At
+// each probe offset from claimedAfter it submits and expects 409
+// idempotency_key_in_use — asserted only if the answer came back before
+// claimedAfter + lease − leaseMargin: only then is the lease certainly still
+// running, however slow the machine. A later probe may find the lease ended
+// and claim the key itself; its answer is then the one after the lease.
+// Otherwise it submits once more 100 ms after claimedBy + lease, when the
+// lease has certainly ended, and returns that answer.
+func (e *env) submitThroughLease(user, key, body string, claimedAfter, claimedBy time.Time, lease time.Duration, probes ...time.Duration) resp {
+	e.t.Helper()
+	for _, at := range probes {
+		time.Sleep(time.Until(claimedAfter.Add(at)))
+		r := e.submit(user, key, body)
+		elapsed := time.Since(claimedAfter)
+		if elapsed < lease-leaseMargin {
+			mustProblem(e.t, r, http.StatusConflict, "idempotency_key_in_use")
+			continue
+		}
+		e.t.Logf("probe answered %v after the claim (lease %v, margin %v): the lease may have ended, 409 not asserted; got %d",
+			elapsed.Round(time.Millisecond), lease, leaseMargin, r.status)
+		if r.status != http.StatusConflict {
+			return r
+		}
+	}
+	time.Sleep(time.Until(claimedBy.Add(lease + 100*time.Millisecond)))
+	return e.submit(user, key, body)
 }
 
 // hangingStore holds the first Create until released, ignoring its
@@ -110,13 +139,14 @@ func TestSubmit_AttemptSlowerThanTheLeaseStillCreatesOneOrder(t *testing.T) {
 	})
 	key := e.token("alice")
 	slow := make(chan resp, 1)
+	sent := time.Now() // the slow attempt claims after this…
 	go func() { slow <- e.submit("alice", key, body1) }()
 	<-hs.entered
-	claimed := time.Now()
-	mustProblem(t, e.submit("alice", key, body1), http.StatusConflict, "idempotency_key_in_use")
+	claimed := time.Now() // …and before this
 
-	time.Sleep(time.Until(claimed.Add(lease + 100*time.Millisecond)))
-	retry := e.submit("alice", key, body1)
+	// 409 while its lease surely runs (the check is skipped if this machine
+	// was too slow to ask in time), then, after it, a retry that gets in.
+	retry := e.submitThroughLease("alice", key, body1, sent, claimed, lease, 0)
 	if retry.status != http.StatusCreated {
 		t.Fatalf("retry after the lease ran out: %v", retry)
 	}
@@ -161,11 +191,21 @@ func TestSubmit_DatabaseFailureReleasesTheKeyForAnImmediateRetry(t *testing.T) {
 	}
 }
 
-// serviceRedisClient is a client configured as internal/platform/service
-// configures the service's own.
+// serviceRedisClient is a client configured exactly as the service's own:
+// the options are copied from service.Open in
+// internal/platform/service/service.go (keep them in step), so the dead-Redis
+// tests meet the same timeouts, retries and context handling as production.
 func serviceRedisClient(t *testing.T, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 64})
+	c := redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		DialTimeout:           time.Second,
+		ReadTimeout:           time.Second,
+		WriteTimeout:          time.Second,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		DialerRetries:         1,
+		PoolSize:              64,
+	})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

@@ -50,6 +50,8 @@ type options struct {
 	maxOpen int                                                                 // DB pool; default 40 (MariaDB's 151 connections are shared)
 	wrap    func(order.Store) order.Store                                       // fault injection
 	redis   *redis.Client                                                       // instead of testkit.Redis (a private server)
+	prefix  string                                                              // Redis key prefix with redis; default "onceonly:"
+	db      *gorm.DB                                                            // a migrated database shared with another process, instead of testkit.DB
 	logger  func(t testing.TB) *slog.Logger                                     // default: warnings and errors into the test log
 	routes  func(e *gin.Engine, gdb *gorm.DB, rdb *redis.Client, prefix string) // more routes, added before serving
 }
@@ -78,8 +80,14 @@ func newEnv(t testing.TB, o options) *env {
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
-	gdb := testkit.DB(t, o.maxOpen, app.Migrations()...)
+	gdb := o.db
+	if gdb == nil {
+		gdb = testkit.DB(t, o.maxOpen, app.Migrations()...)
+	}
 	rdb, prefix := o.redis, "onceonly:"
+	if o.prefix != "" {
+		prefix = o.prefix
+	}
 	if rdb == nil {
 		rdb, prefix = testkit.Redis(t)
 	}
