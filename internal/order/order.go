@@ -1,10 +1,10 @@
 package order
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/onceonly/onceonly/internal/platform/apperr"
+	"github.com/onceonly/onceonly/internal/platform/ids"
 )
 
 // Status is an order's state. The values are part of the API and stored as
@@ -97,30 +97,10 @@ type Order struct {
 	UpdatedAt time.Time
 }
 
-// FormatID renders an order id the way the API shows it (a JSON string).
-func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
+// FormatID renders an id the way the API shows it (a JSON string).
+func FormatID(id int64) string { return ids.Format(id) }
 
-// ParseID parses an id from the API. Only the canonical form of a positive
-// id parses ("7", not "07", "+7" or " 7"), so one order has exactly one URL;
-// the caller answers anything else as not found.
-func ParseID(s string) (int64, bool) {
-	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 || FormatID(id) != s {
-		return 0, false
-	}
-	return id, true
-}
+// ParseID parses an id from the API; see ids.Parse for what parses.
+func ParseID(s string) (int64, bool) { return ids.Parse(s) }
 
-// clip bounds text echoed back from a request.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 { // do not cut a UTF-8 sequence
-		n--
-	}
-	return s[:n] + "…"
-}
+func clip(s string, n int) string { return ids.Clip(s, n) }

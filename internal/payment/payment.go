@@ -1,8 +1,9 @@
 package payment
 
 import (
-	"strconv"
 	"time"
+
+	"github.com/onceonly/onceonly/internal/platform/ids"
 )
 
 // Status is a payment's state. The values are part of the API, the events
@@ -103,30 +104,10 @@ type Payment struct {
 	UpdatedAt time.Time
 }
 
-// FormatID renders a payment id the way the API shows it (a JSON string).
-func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
+// FormatID renders a id the way the API shows it (a JSON string).
+func FormatID(id int64) string { return ids.Format(id) }
 
-// ParseID parses an id from the API or a callback. Only the canonical form of
-// a positive id parses ("7", not "07", "+7" or " 7"), so one payment has
-// exactly one URL; the caller answers anything else as not found.
-func ParseID(s string) (int64, bool) {
-	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 || FormatID(id) != s {
-		return 0, false
-	}
-	return id, true
-}
+// ParseID parses an id from the API; see ids.Parse for what parses.
+func ParseID(s string) (int64, bool) { return ids.Parse(s) }
 
-// clip bounds text echoed back from a request.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 { // do not cut a UTF-8 sequence
-		n--
-	}
-	return s[:n] + "…"
-}
+func clip(s string, n int) string { return ids.Clip(s, n) }
