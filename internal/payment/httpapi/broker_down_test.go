@@ -12,70 +12,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/onceonly/onceonly/internal/payment/app"
 	"github.com/onceonly/onceonly/internal/payment/events"
-	"github.com/onceonly/onceonly/internal/platform/embedded"
 	"github.com/onceonly/onceonly/internal/platform/httpx"
 	"github.com/onceonly/onceonly/internal/platform/testkit"
 )
-
-// restartableKafka is a one-broker kfake cluster on a fixed port with its log
-// in a directory, so it can be stopped and started again as the same broker
-// with the same data. A broker outage is made this way because a proxy in
-// front of kfake is bypassed: kfake advertises its own listener (DESIGN.md,
-// "Known pitfalls").
-type restartableKafka struct {
-	t    testing.TB
-	opts embedded.KafkaOptions
-	mu   sync.Mutex
-	c    *kfake.Cluster
-}
-
-func newRestartableKafka(t testing.TB, topics ...string) *restartableKafka {
-	t.Helper()
-	k := &restartableKafka{t: t, opts: embedded.KafkaOptions{
-		Topics: topics, Partitions: 3, Ports: []int{testkit.FreePort(t)}, DataDir: t.TempDir(),
-	}}
-	k.start()
-	t.Cleanup(k.stop)
-	return k
-}
-
-func (k *restartableKafka) brokers() []string {
-	return []string{fmt.Sprintf("127.0.0.1:%d", k.opts.Ports[0])}
-}
-
-// start (re)starts the cluster on its port, retrying while the port is still
-// held by the previous incarnation's closing listener.
-func (k *restartableKafka) start() {
-	k.t.Helper()
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var c *kfake.Cluster
-		if c, err = embedded.Kafka(k.opts); err == nil {
-			k.mu.Lock()
-			k.c = c
-			k.mu.Unlock()
-			return
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-	}
-	k.t.Fatalf("start kfake on port %d: %v", k.opts.Ports[0], err)
-}
-
-// stop closes the cluster (its log stays in DataDir); safe to call twice.
-func (k *restartableKafka) stop() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.c != nil {
-		k.c.Close()
-		k.c = nil
-	}
-}
 
 // newEnvOnBrokers is newEnv with the relay on, publishing to brokers (a
 // cluster the test stops and restarts) and polling every poll.
@@ -187,8 +129,8 @@ func TestCallbacks_BrokerDownTenSecondsEventsPublishedInOrderAfterwards(t *testi
 		workers  = 8
 		warm     = 5 // orders paid before the outage, to have a live producer
 	)
-	kf := newRestartableKafka(t, events.Topic, events.DLQTopic) // stopped after the service (cleanups run LIFO)
-	e := newEnvOnBrokers(t, kf.brokers(), 50*time.Millisecond)
+	kf := testkit.NewRestartableKafka(t, events.Topic, events.DLQTopic) // stopped after the service (cleanups run LIFO)
+	e := newEnvOnBrokers(t, kf.Brokers(), 50*time.Millisecond)
 	start := time.Now()
 
 	// The relay is live and connected before the outage: a few orders are
@@ -226,7 +168,7 @@ func TestCallbacks_BrokerDownTenSecondsEventsPublishedInOrderAfterwards(t *testi
 	setup := time.Since(start)
 
 	// The broker goes away.
-	kf.stop()
+	kf.Stop()
 	down := time.Now()
 	var (
 		latencies []time.Duration
@@ -336,7 +278,7 @@ func TestCallbacks_BrokerDownTenSecondsEventsPublishedInOrderAfterwards(t *testi
 	errorsDuring := e.counter("onceonly_outbox_publish_errors_total")
 
 	// The broker returns on the same port with the same log.
-	kf.start()
+	kf.Start()
 	back := time.Now()
 	eventually(t, 25*time.Second, "every outbox row to be published after the broker returned",
 		func() bool { return e.count("outbox_events", "published_at IS NULL") == 0 })
@@ -361,7 +303,7 @@ func TestCallbacks_BrokerDownTenSecondsEventsPublishedInOrderAfterwards(t *testi
 	for _, r := range rows {
 		rowID[r.EventID] = r.ID
 	}
-	recs := readTopic(t, kf.brokers())
+	recs := readTopic(t, kf.Brokers())
 	seen := map[string]int{}        // event id -> copies on the topic
 	lastID := map[string]int64{}    // key -> row id of its latest first occurrence
 	got := map[string][]wantEvent{} // key -> first occurrences, in topic order

@@ -8,72 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"gorm.io/gorm"
 
-	"github.com/onceonly/onceonly/internal/platform/embedded"
 	"github.com/onceonly/onceonly/internal/platform/outbox"
 	"github.com/onceonly/onceonly/internal/platform/testkit"
 )
-
-// restartableKafka is a one-broker kfake cluster on a fixed port with its log
-// in a directory, so it can be stopped and started again as the same broker
-// with the same data. (A proxy in front of kfake is bypassed: it advertises
-// its own listener.)
-type restartableKafka struct {
-	t    testing.TB
-	opts embedded.KafkaOptions
-	mu   sync.Mutex
-	c    *kfake.Cluster
-}
-
-func newRestartableKafka(t testing.TB, topics ...string) *restartableKafka {
-	t.Helper()
-	k := &restartableKafka{t: t, opts: embedded.KafkaOptions{
-		Topics: topics, Partitions: 3, Ports: []int{testkit.FreePort(t)}, DataDir: t.TempDir(),
-	}}
-	k.start()
-	t.Cleanup(k.stop)
-	return k
-}
-
-func (k *restartableKafka) brokers() []string {
-	return []string{fmt.Sprintf("127.0.0.1:%d", k.opts.Ports[0])}
-}
-
-func (k *restartableKafka) start() {
-	k.t.Helper()
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var c *kfake.Cluster
-		if c, err = embedded.Kafka(k.opts); err == nil {
-			k.mu.Lock()
-			k.c = c
-			k.mu.Unlock()
-			return
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-	}
-	k.t.Fatalf("start kfake on port %d: %v", k.opts.Ports[0], err)
-}
-
-func (k *restartableKafka) stop() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.c != nil {
-		k.c.Close()
-		k.c = nil
-	}
-}
 
 func TestRelay_BrokerDownLosesNothingAndKeepsPerKeyOrder(t *testing.T) {
 	t.Parallel()
 	gdb, _ := openDB(t, 8)
 	rdb, prefix := testkit.Redis(t)
-	kf := newRestartableKafka(t, topic)
-	r, reg := newRelay(t, outbox.RelayConfig{DB: gdb, Locker: locker(t, gdb, rdb.Options().Addr, prefix), Brokers: kf.brokers(),
+	kf := testkit.NewRestartableKafka(t, topic)
+	r, reg := newRelay(t, outbox.RelayConfig{DB: gdb, Locker: locker(t, gdb, rdb.Options().Addr, prefix), Brokers: kf.Brokers(),
 		PollInterval: 50 * time.Millisecond, Logger: testkit.Logger(t),
 		Backoff: func(n int) time.Duration { return min(50*time.Millisecond<<n, time.Second) }})
 	startRelay(t, r)
@@ -103,7 +49,7 @@ func TestRelay_BrokerDownLosesNothingAndKeepsPerKeyOrder(t *testing.T) {
 
 	waitFor(t, 30*time.Second, "events flowing before the outage", func() bool { return count(t, gdb, "published_at IS NOT NULL") >= 20 })
 	beforeOutage := count(t, gdb, "published_at IS NOT NULL")
-	kf.stop()
+	kf.Stop()
 	committedAtStop := committed.Load()
 	const outage = 6 * time.Second
 	time.Sleep(outage)
@@ -124,7 +70,7 @@ func TestRelay_BrokerDownLosesNothingAndKeepsPerKeyOrder(t *testing.T) {
 		t.Error("no failed attempt recorded on the blocked rows")
 	}
 	restart := time.Now()
-	kf.start()
+	kf.Start()
 	t.Logf("broker down %s: %d events published before, %d committed during it, backlog %d (oldest %s) when it came back",
 		outage, beforeOutage, during, backlog, oldest.Round(time.Millisecond))
 
@@ -134,7 +80,7 @@ func TestRelay_BrokerDownLosesNothingAndKeepsPerKeyOrder(t *testing.T) {
 	waitPublished(t, gdb, committed.Load(), 60*time.Second)
 	recovered := time.Since(restart)
 
-	dups := checkTopic(t, readTopic(t, kf.brokers(), topic), rowIDs(t, gdb))
+	dups := checkTopic(t, readTopic(t, kf.Brokers(), topic), rowIDs(t, gdb))
 	t.Logf("after the broker returned: all %d events on the topic within %s, first occurrences in id order per key, %d duplicates",
 		committed.Load(), recovered.Round(time.Millisecond), dups)
 }
