@@ -39,7 +39,9 @@ func startSystem(t testing.TB, extra map[string]string) *system {
 }
 
 // startSystemWith runs before(s) once the infrastructure exists and before
-// the services start (e.g. to hold one of their locks).
+// the services start (e.g. to hold one of their locks, or to route
+// s.OrderDSN, s.PaymentDSN or s.RedisAddr through a testkit.Proxy: the
+// services are configured with the fields as before leaves them).
 func startSystemWith(t testing.TB, extra map[string]string, before func(*system)) *system {
 	t.Helper()
 	redisAddr := privateRedis(t)
@@ -65,7 +67,7 @@ func startSystemWith(t testing.TB, extra map[string]string, before func(*system)
 		before(s)
 	}
 	shared := map[string]string{
-		"REDIS_ADDR":             redisAddr,
+		"REDIS_ADDR":             s.RedisAddr,
 		"KAFKA_BROKERS":          strings.Join(brokers, ","),
 		"PAYMENT_SERVICE_URL":    s.PaymentURL,
 		"ORDER_SERVICE_URL":      s.OrderURL,
