@@ -7,6 +7,7 @@ import (
 
 	"github.com/onceonly/onceonly/internal/platform/apperr"
 	"github.com/onceonly/onceonly/internal/platform/idempotency"
+	"github.com/onceonly/onceonly/internal/platform/ids"
 )
 
 // Bounds of a submitted order (DESIGN.md, "order service"). The total bound
@@ -32,7 +33,7 @@ type NewOrder struct {
 // The error is a 400 invalid_request *apperr.Error whose detail names the
 // first offending field and value (items[3].quantity, currency, ...).
 func (n NewOrder) Validate() (int64, error) {
-	if !isCurrency(n.Currency) {
+	if !ids.IsCurrency(n.Currency) {
 		return 0, invalid("currency must be an ISO 4217 code of three upper-case letters (e.g. CNY); got %q.", clip(n.Currency, 16))
 	}
 	if len(n.Items) < MinItems || len(n.Items) > MaxItems {
@@ -70,21 +71,6 @@ func checkSKU(i int, sku string) error {
 		return invalid("items[%d].sku must not contain control characters.", i)
 	}
 	return nil
-}
-
-// isCurrency accepts the shape of an ISO 4217 alphabetic code. Whether the
-// code is assigned is not checked: the list changes, and an unassigned code
-// harms nobody but the client who sent it.
-func isCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 func invalid(format string, args ...any) error {

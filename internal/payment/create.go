@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/onceonly/onceonly/internal/platform/apperr"
+	"github.com/onceonly/onceonly/internal/platform/ids"
 )
 
 // Bounds of POST /v1/payments.
@@ -35,7 +36,7 @@ func (n NewPayment) Validate() error {
 	if n.AmountCents < MinAmountCents || n.AmountCents > MaxAmountCents {
 		return invalid("amount_cents must be %d to %d; got %d.", MinAmountCents, int64(MaxAmountCents), n.AmountCents)
 	}
-	if !isCurrency(n.Currency) {
+	if !ids.IsCurrency(n.Currency) {
 		return invalid("currency must be an ISO 4217 code of three upper-case letters (e.g. CNY); got %q.", clip(n.Currency, 16))
 	}
 	return nil
@@ -47,28 +48,10 @@ func checkRef(field, s string) error {
 	if len(s) == 0 || len(s) > MaxIDLen {
 		return invalid("%s must be 1 to %d characters; got %d.", field, MaxIDLen, len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		switch b := s[i]; {
-		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '_', b == '.', b == ':', b == '-':
-		default:
-			return invalid("%s may hold only letters, digits and _ . : -; got %q.", field, clip(s, 32))
-		}
+	if !ids.IsRef(s, MaxIDLen) {
+		return invalid("%s may hold only letters, digits and _ . : -; got %q.", field, clip(s, 32))
 	}
 	return nil
-}
-
-// isCurrency accepts the shape of an ISO 4217 alphabetic code; whether the
-// code is assigned is not checked.
-func isCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // maxCreateRounds bounds the read-insert loop. Each lost insert means another

@@ -8,6 +8,7 @@ import (
 
 	"github.com/onceonly/onceonly/internal/order"
 	"github.com/onceonly/onceonly/internal/payment/events"
+	"github.com/onceonly/onceonly/internal/platform/ids"
 )
 
 // Reasons a message is dead-lettered: the first word of its "reason"
@@ -59,11 +60,11 @@ func decode(msg *sarama.ConsumerMessage) (paymentEvent, *poison) {
 		return paymentEvent{}, poisoned(ReasonSchemaVersion, "schema_version %d; this consumer reads %d", e.SchemaVersion, events.SchemaVersion)
 	case e.Type != events.TypeSucceeded && e.Type != events.TypeFailed && e.Type != events.TypeRefunded:
 		return paymentEvent{}, poisoned(ReasonUnknownType, "type %q", clip(e.Type))
-	case !validRef(e.EventID, maxEventIDLen):
+	case !ids.IsRef(e.EventID, maxEventIDLen):
 		return paymentEvent{}, poisoned(ReasonInvalidEventID, "event_id %q", clip(e.EventID))
-	case !validRef(e.PaymentID, maxIDLen):
+	case !ids.IsRef(e.PaymentID, maxIDLen):
 		return paymentEvent{}, poisoned(ReasonInvalidPaymentID, "payment_id %q", clip(e.PaymentID))
-	case e.AmountCents <= 0 || !validCurrency(e.Currency):
+	case e.AmountCents <= 0 || !ids.IsCurrency(e.Currency):
 		return paymentEvent{}, poisoned(ReasonInvalidAmount, "amount_cents %d, currency %q", e.AmountCents, clip(e.Currency))
 	}
 	id, ok := order.ParseID(e.OrderID)
@@ -71,35 +72,6 @@ func decode(msg *sarama.ConsumerMessage) (paymentEvent, *poison) {
 		return paymentEvent{}, poisoned(ReasonInvalidOrderID, "order_id %q", clip(e.OrderID))
 	}
 	return paymentEvent{Event: e, orderID: id, msg: msg}, nil
-}
-
-// validRef accepts 1–max of [A-Za-z0-9_.:-]: storable in the ASCII columns
-// as it is, so a valid event can never fail its INSERT (which would be
-// retried for ever).
-func validRef(s string, max int) bool {
-	if len(s) == 0 || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch b := s[i]; {
-		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '_', b == '.', b == ':', b == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func validCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // clip bounds message text echoed into a header or a log line.

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/onceonly/onceonly/internal/platform/apperr"
+	"github.com/onceonly/onceonly/internal/platform/ids"
 )
 
 // UserIDHeader carries the caller's identity, set by the API gateway in front.
@@ -70,23 +71,8 @@ func UserID(c *gin.Context) (string, error) {
 	if id == "" {
 		return "", apperr.New(apperr.Unauthenticated, "The X-User-ID header is required.")
 	}
-	if !validUserID(id) {
+	if !ids.IsRef(id, maxUserIDLen) {
 		return "", apperr.New(apperr.Unauthenticated, "The X-User-ID header is malformed.")
 	}
 	return id, nil
-}
-
-func validUserID(s string) bool {
-	if len(s) == 0 || len(s) > maxUserIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch b := s[i]; {
-		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9',
-			b == '_', b == '.', b == ':', b == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -29,3 +29,26 @@ func TestClip_NeverCutsAUTF8Sequence(t *testing.T) {
 		t.Errorf("cut inside a rune: %q", got)
 	}
 }
+
+func TestIsRef_LettersDigitsAndFourMarksWithinTheBound(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"a", "order-1", "user_42.x:y", "ABC"} {
+		if !ids.IsRef(s, 16) {
+			t.Errorf("IsRef(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "a b", "a/b", "ä", "a\n", "0123456789abcdefg"} {
+		if ids.IsRef(s, 16) {
+			t.Errorf("IsRef(%q) = true", s)
+		}
+	}
+}
+
+func TestIsCurrency_ThreeUpperCaseLetters(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{"CNY": true, "USD": true, "cny": false, "CN": false, "CNYY": false, "C1Y": false, "": false} {
+		if got := ids.IsCurrency(s); got != want {
+			t.Errorf("IsCurrency(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
