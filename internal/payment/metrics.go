@@ -1,8 +1,6 @@
 package payment
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceonly/onceonly/internal/platform/metrics"
@@ -53,10 +51,10 @@ func newServiceMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
 		[]string{"result"})
 	if reg != nil {
 		var err error
-		if creates, err = register(reg, creates); err != nil {
+		if creates, err = metrics.Register(reg, creates); err != nil {
 			return nil, err
 		}
-		if callbacks, err = register(reg, callbacks); err != nil {
+		if callbacks, err = metrics.Register(reg, callbacks); err != nil {
 			return nil, err
 		}
 	}
@@ -70,20 +68,4 @@ func newServiceMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
 		m.callbacks[r] = callbacks.WithLabelValues(r)
 	}
 	return m, nil
-}
-
-// register adds c to reg, or returns the collector already registered there
-// (two services of one process share nothing, but two Service values of one
-// registry — tests — share their series).
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, err
-	}
-	return c, nil
 }

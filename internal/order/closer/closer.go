@@ -206,17 +206,5 @@ func (c *Closer) page(ctx context.Context, fence lock.Fence, cutoff time.Time, a
 
 func counter(reg prometheus.Registerer, name, help string) (prometheus.Counter, error) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: pm.Namespace, Subsystem: "order", Name: name, Help: help})
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
-				return existing, nil
-			}
-		}
-		return nil, err
-	}
-	return c, nil
+	return pm.Register(reg, c)
 }

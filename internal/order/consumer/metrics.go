@@ -1,8 +1,6 @@
 package consumer
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	pm "github.com/onceonly/onceonly/internal/platform/metrics"
@@ -27,10 +25,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Duration of a committed consumer batch transaction.", Buckets: pm.DurationBuckets,
 	})
 	var err error
-	if consumed, err = register(reg, consumed); err != nil {
+	if consumed, err = pm.Register(reg, consumed); err != nil {
 		return nil, err
 	}
-	if batch, err = register(reg, batch); err != nil {
+	if batch, err = pm.Register(reg, batch); err != nil {
 		return nil, err
 	}
 	m := &metrics{consumed: map[string]prometheus.Counter{}, batchSeconds: batch}
@@ -39,22 +37,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.consumed[o] = consumed.WithLabelValues(o)
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// its name (a second Consumer on the same registry, as in tests).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

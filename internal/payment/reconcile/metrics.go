@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	pm "github.com/onceonly/onceonly/internal/platform/metrics"
@@ -51,22 +49,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		var err error
-		if m.runs, err = register(reg, m.runs); err != nil {
+		if m.runs, err = pm.Register(reg, m.runs); err != nil {
 			return nil, err
 		}
-		if m.checked, err = register(reg, m.checked); err != nil {
+		if m.checked, err = pm.Register(reg, m.checked); err != nil {
 			return nil, err
 		}
-		if m.diffs, err = register(reg, m.diffs); err != nil {
+		if m.diffs, err = pm.Register(reg, m.diffs); err != nil {
 			return nil, err
 		}
-		if m.repairs, err = register(reg, m.repairs); err != nil {
+		if m.repairs, err = pm.Register(reg, m.repairs); err != nil {
 			return nil, err
 		}
-		if m.duration, err = register(reg, m.duration); err != nil {
+		if m.duration, err = pm.Register(reg, m.duration); err != nil {
 			return nil, err
 		}
-		if m.lastSuccess, err = register(reg, m.lastSuccess); err != nil {
+		if m.lastSuccess, err = pm.Register(reg, m.lastSuccess); err != nil {
 			return nil, err
 		}
 	}
@@ -81,19 +79,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.repairs.WithLabelValues(k)
 	}
 	return m, nil
-}
-
-// register adds c to reg, or returns the collector already registered there
-// under the same description (several reconcilers of one registry share it).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

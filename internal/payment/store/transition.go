@@ -129,18 +129,9 @@ func newStoreMetrics(reg prometheus.Registerer) (*storeMetrics, error) {
 	for _, st := range []payment.Status{payment.Succeeded, payment.Failed, payment.Refunded} {
 		c.WithLabelValues(string(st))
 	}
-	if reg != nil {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			existing, ok := (*prometheus.CounterVec)(nil), false
-			if errors.As(err, &are) {
-				existing, ok = are.ExistingCollector.(*prometheus.CounterVec)
-			}
-			if !ok {
-				return nil, fmt.Errorf("store: metrics: %w", err)
-			}
-			c = existing
-		}
+	c, err := metrics.Register(reg, c)
+	if err != nil {
+		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
 	return &storeMetrics{conflicts: c}, nil
 }

@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
@@ -32,23 +31,10 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, []string{"method", "route"}),
 	}
 	if reg != nil {
-		m.requests = register(reg, m.requests)
-		m.duration = register(reg, m.duration)
+		m.requests = metrics.MustRegister(reg, m.requests)
+		m.duration = metrics.MustRegister(reg, m.duration)
 	}
 	return m
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // a conflicting definition is a wiring bug, like MustRegister
-	}
-	return c
 }
 
 // knownMethods bounds the method label: a client can send any token as a

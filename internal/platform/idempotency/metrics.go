@@ -1,8 +1,6 @@
 package idempotency
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceonly/onceonly/internal/platform/metrics"
@@ -50,29 +48,16 @@ func newCounters(reg prometheus.Registerer) (*counters, error) {
 		return m, nil
 	}
 	var err error
-	if m.issued, err = register(reg, m.issued); err != nil {
+	if m.issued, err = metrics.Register(reg, m.issued); err != nil {
 		return nil, err
 	}
-	if m.refused, err = register(reg, m.refused); err != nil {
+	if m.refused, err = metrics.Register(reg, m.refused); err != nil {
 		return nil, err
 	}
 	for _, v := range []**prometheus.CounterVec{&m.claims, &m.finishes, &m.releases, &m.redisErrors} {
-		if *v, err = register(reg, *v); err != nil {
+		if *v, err = metrics.Register(reg, *v); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
-}
-
-// register adds c to reg; when an identical collector is already there (a
-// second Store on the same registry) that one is shared instead of failing.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/IBM/sarama"
@@ -22,19 +21,19 @@ type runnerMetrics struct {
 func newRunnerMetrics(reg prometheus.Registerer) *runnerMetrics {
 	gt := []string{"group", "topic"}
 	return &runnerMetrics{
-		handled: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		handled: metrics.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "kafka", Name: "messages_handled_total",
 			Help: "Messages handled successfully and committed by the consumer runner.",
 		}, gt)),
-		retries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		retries: metrics.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "kafka", Name: "handler_retries_total",
 			Help: "Handler calls that retried a batch after a failure (the batch is never skipped).",
 		}, gt)),
-		errors: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		errors: metrics.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Subsystem: "kafka", Name: "handler_errors_total",
 			Help: "Handler calls that returned an error.",
 		}, gt)),
-		lag: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		lag: metrics.MustRegister(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: metrics.Namespace, Subsystem: "kafka", Name: "consumer_lag",
 			Help: "Messages in the partition after the last committed one (high-water mark - 1 - last committed offset).",
 		}, []string{"group", "topic", "partition"})),
@@ -54,27 +53,8 @@ func (m *runnerMetrics) dropLag(group string, claim sarama.ConsumerGroupClaim) {
 }
 
 func newDeadLetterMetric(reg prometheus.Registerer) *prometheus.CounterVec {
-	return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	return metrics.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metrics.Namespace, Subsystem: "kafka", Name: "dead_letters_total",
 		Help: "Messages copied to a dead-letter topic, by source topic (the reason is in the copy's headers, not in a label).",
 	}, []string{"topic"}))
-}
-
-// register registers c on reg (nil: nowhere) and returns the collector to
-// use. Two runners of one service share a registry; the second gets the
-// first one's collector instead of a duplicate-registration panic.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // same name, different shape: a programming error
-	}
-	return c
 }

@@ -1,8 +1,6 @@
 package lock
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	pm "github.com/onceonly/onceonly/internal/platform/metrics"
@@ -24,12 +22,12 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		return pm.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: pm.Namespace, Subsystem: "lock", Name: name, Help: help,
 		}, labels))
 	}
 	histogram := func(name, help string) *prometheus.HistogramVec {
-		return register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		return pm.MustRegister(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: pm.Namespace, Subsystem: "lock", Name: name, Help: help, Buckets: pm.DurationBuckets,
 		}, []string{"job"}))
 	}
@@ -45,22 +43,4 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		duration: histogram("job_duration_seconds", "Duration of job runs under the lock."),
 		acquire:  histogram("acquire_seconds", "Time to acquire the lock and take a fencing token."),
 	}
-}
-
-// register adds c to reg, or returns the collector already registered under
-// the same description, so several Runners can share one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

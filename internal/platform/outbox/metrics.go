@@ -29,26 +29,26 @@ func newMetrics(reg prometheus.Registerer, gdb *gorm.DB) *metrics {
 		return prometheus.CounterOpts{Namespace: pm.Namespace, Subsystem: "outbox", Name: name, Help: help}
 	}
 	m := &metrics{
-		published: register(reg, prometheus.NewCounter(opts("published_total",
+		published: pm.MustRegister(reg, prometheus.NewCounter(opts("published_total",
 			"Events the broker acknowledged (a republished event counts again)."))),
-		publishErrors: register(reg, prometheus.NewCounter(opts("publish_errors_total",
+		publishErrors: pm.MustRegister(reg, prometheus.NewCounter(opts("publish_errors_total",
 			"Events the broker did not acknowledge (or no producer could be built); they are retried."))),
-		marked: register(reg, prometheus.NewCounter(opts("marked_total",
+		marked: pm.MustRegister(reg, prometheus.NewCounter(opts("marked_total",
 			"Rows marked published. published_total minus this is what was published but not marked (republished later)."))),
-		fenced: register(reg, prometheus.NewCounter(opts("fenced_total",
+		fenced: pm.MustRegister(reg, prometheus.NewCounter(opts("fenced_total",
 			"Marks or prunes refused because a newer relay holds the job: this relay stopped."))),
-		pruned: register(reg, prometheus.NewCounter(opts("pruned_total",
+		pruned: pm.MustRegister(reg, prometheus.NewCounter(opts("pruned_total",
 			"Published rows deleted after the retention period."))),
-		dbErrors: register(reg, prometheus.NewCounterVec(opts("db_errors_total",
+		dbErrors: pm.MustRegister(reg, prometheus.NewCounterVec(opts("db_errors_total",
 			"Database errors of the relay, by stage (select, mark, prune)."), []string{"stage"})),
-		batch: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		batch: pm.MustRegister(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: pm.Namespace, Subsystem: "outbox", Name: "batch_duration_seconds",
 			Help:    "Duration of a round that had rows: publish and mark.",
 			Buckets: pm.DurationBuckets,
 		})),
 	}
 	if reg != nil {
-		register(reg, prometheus.Collector(&backlogCollector{db: gdb}))
+		pm.MustRegister(reg, prometheus.Collector(&backlogCollector{db: gdb}))
 	}
 	return m
 }
@@ -103,22 +103,4 @@ func Backlog(ctx context.Context, gdb *gorm.DB) (int64, time.Duration, error) {
 		return 0, 0, err
 	}
 	return n, max(time.Since(created.Time), 0), nil
-}
-
-// register adds c to reg, or returns the collector already registered under
-// the same description, so several Relays can share one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }
